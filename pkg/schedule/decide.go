@@ -143,7 +143,7 @@ func (t Tick) due() (run []time.Time, missed Decision) {
 	first := t.Spec.Next(t.DueAfter)
 	from, total := t.Spec.skip(t.DueAfter, t.Now, maxDueWalk)
 	var recent []time.Time // the newest MaxCatchUp+1 at least
-	for walked := 0; ; walked = 0 {
+	for walks, walked := 0, 0; walks < 2; walks, walked = walks+1, 0 {
 		for f := range t.Spec.Firings(from) {
 			if f.After(t.Now) || walked == maxDueWalk {
 				break

@@ -111,11 +111,7 @@ func (s Spec) Firings(after time.Time) iter.Seq[time.Time] {
 func (s Spec) unbounded(after time.Time) iter.Seq[time.Time] {
 	if s.cron == nil {
 		return func(yield func(time.Time) bool) {
-			var k time.Duration
-			if !after.Before(s.start) {
-				k = after.Sub(s.start)/s.interval + 1
-			}
-			for f := s.start.Add(k * s.interval); yield(f); f = f.Add(s.interval) {
+			for f := s.firing(s.index(after)); yield(f); f = f.Add(s.interval) {
 			}
 		}
 	}
@@ -167,18 +163,25 @@ func (s Spec) skip(after, now time.Time, limit int) (time.Time, int) {
 		}
 		if n := s.index(upTo) - s.index(after); n > limit {
 			skipped := n - limit
-			return s.start.Add(time.Duration(s.index(after)+skipped-1) * s.interval), skipped
+			return s.firing(s.index(after) + skipped - 1), skipped
 		}
 	}
 	return after, 0
 }
 
-// index returns how many of an interval's firings are not after t.
+// index returns how many of an interval's firings are not after t. In
+// whole seconds, as the start and the interval are: a time.Duration spans
+// only 292 years, and a start_time may be further back.
 func (s Spec) index(t time.Time) int {
 	if t.Before(s.start) {
 		return 0
 	}
-	return int(t.Sub(s.start)/s.interval) + 1
+	return int((t.Unix()-s.start.Unix())/int64(s.interval/time.Second)) + 1
+}
+
+// firing returns an interval's firing k (from 0, the start).
+func (s Spec) firing(k int) time.Time {
+	return time.Unix(s.start.Unix()+int64(k)*int64(s.interval/time.Second), 0).In(s.start.Location())
 }
 
 // lookback returns a time after floor and before now after which at

@@ -161,3 +161,23 @@ func TestSpecRefusals(t *testing.T) {
 		t.Fatalf("Feb 30 fires at %s", n)
 	}
 }
+
+// An interval whose start is more than a time.Duration (292 years) before
+// now still fires after now, on its grid: not at a time before it.
+func TestIntervalStartCenturiesAgo(t *testing.T) {
+	created := time.Date(2026, 5, 1, 9, 30, 0, 0, time.UTC)
+	start := time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC)
+	spec, err := schedule.ParseSpec(&stewardv1.ScheduleSpec{
+		Every: &stewardv1.ScheduleSpec_Interval{Interval: durationpb.New(time.Hour)}, StartTime: timestamppb.New(start),
+	}, created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next, want := spec.Next(created), created.Add(30*time.Minute); !next.Equal(want) {
+		t.Errorf("Next(%s) = %s, want %s", created, next, want)
+	}
+	ds := schedule.Decide(schedule.Tick{Spec: spec, Rules: schedule.Rules{CatchUp: last, Overlap: skip}, DueAfter: created, Now: created.Add(90 * time.Minute)})
+	if len(ds) != 2 || ds[0].MissedCount != 1 || !ds[1].Firing.Equal(created.Add(90*time.Minute)) {
+		t.Errorf("Decide = %s, want 1 missed (10:00) and 11:00 started", decided(ds))
+	}
+}

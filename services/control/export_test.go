@@ -6,6 +6,7 @@ import (
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/schedule"
 )
 
 // The commands of the plane's groups, as its tests call them: the RPC
@@ -71,7 +72,7 @@ var (
 
 // TickSchedule ticks schedule id at the plane's time, as its timer would.
 func (p *Plane) TickSchedule(ctx context.Context, id string) error {
-	return p.schedules.tickSchedule(ctx, id, time.Time{})
+	return p.schedules.tickSchedule(ctx, id, time.Time{}, false)
 }
 
 func (p *Plane) PauseSchedule(ctx context.Context, principal, id, reason string) (*stewardv1.Schedule, error) {
@@ -121,4 +122,14 @@ func (p *Plane) ReserveForRequest(ctx context.Context, principal, requestID stri
 		return err
 	}
 	return p.objectives.join(ctx, principal, taskID, contract)
+}
+
+// RecordFiring records firing f of schedule id with disposition d and no
+// run, as another tick that decided otherwise would.
+func (p *Plane) RecordFiring(ctx context.Context, id string, f time.Time, d stewardv1.FiringDisposition) error {
+	l, err := p.schedules.loadSchedule(ctx, id)
+	if err != nil {
+		return err
+	}
+	return p.schedules.fire(ctx, l, schedule.Decision{Firing: f, Disposition: d, Reason: "another tick decided so"})
 }

@@ -58,12 +58,13 @@ func (p *schedules) setFiringTimer(ctx context.Context, id string, at time.Time)
 // plane whose clock runs behind the server's still fires the firing the
 // timer is for.
 func (p *schedules) onScheduleTimer(ctx context.Context, f timer.Fired) error {
-	return p.tickSchedule(ctx, string(f.Payload), f.At)
+	return p.tickSchedule(ctx, string(f.Payload), f.At, false)
 }
 
 // tickSchedule does what schedule id owes at the plane's time (or at, if
-// later), one decision at a time, and sets its next timer.
-func (p *schedules) tickSchedule(ctx context.Context, id string, at time.Time) error {
+// later), one decision at a time, and sets its next timer; queuedOnly, it
+// only starts queued firings.
+func (p *schedules) tickSchedule(ctx context.Context, id string, at time.Time, queuedOnly bool) error {
 	for range maxTickSteps {
 		l, err := p.loadSchedule(ctx, id)
 		if errs.Is(err, errs.NotFound) {
@@ -85,6 +86,9 @@ func (p *schedules) tickSchedule(ctx context.Context, id string, at time.Time) e
 			return nil
 		}
 		ds := schedule.Decide(tick)
+		if queuedOnly && (len(ds) == 0 || !ds[0].StartQueued) {
+			return nil // due firings are the timer's
+		}
 		if len(ds) == 0 {
 			return p.setFiringTimer(ctx, id, schedule.Next(l.s))
 		}
@@ -164,9 +168,33 @@ func (p *schedules) fire(ctx context.Context, l loadedSchedule, d schedule.Decis
 	if err != nil {
 		return err
 	}
-	_, err = p.log.Append(ctx, l.head, ev)
-	if errors.Is(err, eventlog.ErrConflict) && firing.TaskId != "" {
-		return p.recordMadeRun(ctx, s.ScheduleId, ev)
+	rec, err := p.log.Append(ctx, l.head, ev)
+	switch {
+	case firing.TaskId == "":
+		return err
+	case errors.Is(err, eventlog.ErrConflict):
+		return p.recordMadeRun(ctx, s, ev, d.Firing)
+	case err == nil && rec.Event.EventId == ev.EventId && !namesRun(rec.Event, firing.TaskId):
+		// Another tick recorded this firing first, otherwise.
+		return p.cancelOrphan(ctx, s, firing.TaskId)
+	}
+	return err
+}
+
+// namesRun reports whether ev, a firing's record, names run taskID.
+func namesRun(ev *stewardv1.Event, taskID string) bool {
+	return ev.GetScheduleFired().GetFiring().GetTaskId() == taskID || ev.GetScheduleRunStarted().GetTaskId() == taskID
+}
+
+// cancelOrphan cancels run taskID, made for a firing that another tick
+// (a second replica, or the timer racing the reaction to the previous
+// run's end) recorded first as not running: no firing names the run, and
+// the overlap policy would not see it.
+func (p *schedules) cancelOrphan(ctx context.Context, s *stewardv1.Schedule, taskID string) error {
+	id := event.ID(s.ScheduleId, "orphan", taskID)
+	_, err := p.end(ctx, s.Creator, taskID, id, "", "its firing of schedule "+s.ScheduleId+" was recorded as not running it", stewardv1.TaskStatus_TASK_STATUS_CANCELLED, false)
+	if errs.Is(err, errs.FailedPrecondition) {
+		return nil
 	}
 	return err
 }
@@ -176,20 +204,27 @@ func (p *schedules) fire(ctx context.Context, l loadedSchedule, d schedule.Decis
 // there all the same, so that no run goes unrecorded; on an active
 // schedule the conflict stands and the tick decides again (making the same
 // run, which is then recorded).
-func (p *schedules) recordMadeRun(ctx context.Context, id string, ev *stewardv1.Event) error {
+func (p *schedules) recordMadeRun(ctx context.Context, s *stewardv1.Schedule, ev *stewardv1.Event, firing time.Time) error {
+	id, taskID := s.ScheduleId, ev.GetScheduleFired().GetFiring().GetTaskId()+ev.GetScheduleRunStarted().GetTaskId()
 	for range maxScheduleTries {
 		recs, err := p.log.ReadSchedule(ctx, id)
 		if err != nil {
 			return err
 		}
 		for _, r := range recs {
-			if r.Event.EventId == ev.EventId {
+			if r.Event.EventId == ev.EventId && namesRun(r.Event, taskID) {
 				return nil
+			}
+			if r.Event.EventId == ev.EventId {
+				return p.cancelOrphan(ctx, s, taskID)
 			}
 		}
 		l, err := p.loadSchedule(ctx, id)
 		if err != nil {
 			return err
+		}
+		if recordedOtherwise(l.s, ev, firing) {
+			return p.cancelOrphan(ctx, s, taskID)
 		}
 		if l.s.Status == stewardv1.ScheduleStatus_SCHEDULE_STATUS_ACTIVE {
 			return eventlog.ErrConflict
@@ -198,7 +233,17 @@ func (p *schedules) recordMadeRun(ctx context.Context, id string, ev *stewardv1.
 			return err
 		}
 	}
-	return errs.New(errs.Conflict, "schedule %s kept changing while its run %s was recorded", id, ev.GetScheduleFired().GetFiring().GetTaskId())
+	return errs.New(errs.Conflict, "schedule %s kept changing while its run %s was recorded", id, taskID)
+}
+
+// recordedOtherwise reports whether s has recorded the firing at firing
+// that ev would record, under another event: a firing no longer due, or
+// a queued one no longer queued.
+func recordedOtherwise(s *stewardv1.Schedule, ev *stewardv1.Event, firing time.Time) bool {
+	if ev.GetScheduleRunStarted() != nil {
+		return len(s.Queued) == 0 || !s.Queued[0].AsTime().Equal(firing)
+	}
+	return !s.DueAfter.AsTime().Before(firing)
 }
 
 // refusedRun reports whether err refuses a run for good — its contract,
@@ -246,8 +291,10 @@ func (p *schedules) cancelRun(ctx context.Context, s *stewardv1.Schedule, taskID
 }
 
 // runEnded is the reaction to a task's end (or production): when it is a
-// schedule's run, the schedule ticks, so that a queued firing starts now
-// rather than at the next firing.
+// schedule's run, a queued firing starts now rather than at the next
+// firing. Only that: a due firing decided here as well as by its timer
+// could be recorded by either — a cancel_previous's cancellation ending
+// the run would have its firing recorded STARTED, not CANCELLED_PREVIOUS.
 func (p *schedules) runEnded(ctx context.Context, rec *stewardv1.EventRecord) error {
 	recs, err := p.log.Read(ctx, rec.Event.TaskId)
 	if err != nil || len(recs) == 0 {
@@ -257,5 +304,5 @@ func (p *schedules) runEnded(ctx context.Context, rec *stewardv1.EventRecord) er
 	if run == nil {
 		return nil
 	}
-	return p.tickSchedule(ctx, run.ScheduleId, time.Time{})
+	return p.tickSchedule(ctx, run.ScheduleId, time.Time{}, true)
 }

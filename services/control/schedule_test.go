@@ -424,3 +424,37 @@ func TestSchedulePausedBetweenARunAndItsRecord(t *testing.T) {
 		t.Fatalf("%s, firings %q, last run %q", s.Status, firings(s, 0), s.LastTaskId)
 	}
 }
+
+// TestScheduleRunOfAFiringRecordedOtherwise: when another tick (a second
+// replica, or the timer racing the reaction to the previous run's end)
+// records the firing SKIPPED between this tick's making its run and its
+// record, the run made is not left running with no firing naming it: it
+// is cancelled.
+func TestScheduleRunOfAFiringRecordedOtherwise(t *testing.T) {
+	var r *schedules
+	var once sync.Once
+	var firing time.Time
+	h := newHarness(t, control.AfterRunMade(func(id string) {
+		once.Do(func() {
+			if err := r.ctl.RecordFiring(context.Background(), id, firing, stewardv1.FiringDisposition_FIRING_DISPOSITION_SKIPPED); err != nil {
+				t.Error(err)
+			}
+		})
+	}))
+	r = &schedules{harness: h, t: t}
+	r.clock.Set(time.Now().Truncate(time.Second))
+	s := r.create(hourly(stewardv1.CatchUpRule_CATCH_UP_RULE_NONE, 0, stewardv1.OverlapPolicy_OVERLAP_POLICY_SKIP, 0))
+	firing = s.CreatedAt.AsTime().Add(time.Hour)
+	s = r.tick(s.ScheduleId, time.Hour)
+	run := schedule.RunTaskID(s.ScheduleId, firing)
+	if firings(s, 0) != "+1h skipped" || s.LastTaskId != "" {
+		t.Fatalf("firings %q, last run %q: want the other tick's record", firings(s, 0), s.LastTaskId)
+	}
+	recs, err := r.Log.Read(context.Background(), run)
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("run %s: %d events, %v", run, len(recs), err)
+	}
+	if got := recs[len(recs)-1].Event.Type; got != "task.cancelled" {
+		t.Errorf("run %s of a firing recorded skipped ends with %s, want task.cancelled", run, got)
+	}
+}
