@@ -102,12 +102,8 @@ func (l *Log) ReadObjectiveAfter(ctx context.Context, id string, after uint64) (
 		return nil, errs.Field("objective_id", "%s is not an id: want 1-64 letters, digits, '-' or '_'", errs.Quote(id))
 	}
 	var out []*stewardv1.EventRecord
-	err := l.scan(ctx, l.ObjectiveSubject(id), after+1, func(seq uint64, subject string, data []byte) error {
-		ev, err := l.decode(subject, data)
-		if err != nil {
-			return errs.Wrap(errs.Corrupt, err, "%s: event %d", subject, seq)
-		}
-		out = append(out, &stewardv1.EventRecord{Sequence: seq, Event: ev})
+	err := l.eachOn(ctx, l.ObjectiveSubject(id), after, func(rec *stewardv1.EventRecord) error {
+		out = append(out, rec)
 		return nil
 	})
 	return out, err
@@ -204,7 +200,14 @@ func (l *Log) EachAfter(ctx context.Context, taskID string, after uint64, fn fun
 	if !ValidTaskID(taskID) {
 		return errs.Wrap(errs.Invalid, ErrInvalidTaskID, "read")
 	}
-	return l.scan(ctx, l.Subject(taskID), after+1, func(seq uint64, subject string, data []byte) error {
+	return l.eachOn(ctx, l.Subject(taskID), after, fn)
+}
+
+// eachOn calls fn with each event of the chain subject (a wildcard)
+// stored after sequence after, decoded and checked against its own hash
+// and subject.
+func (l *Log) eachOn(ctx context.Context, subject string, after uint64, fn func(*stewardv1.EventRecord) error) error {
+	return l.scan(ctx, subject, after+1, func(seq uint64, subject string, data []byte) error {
 		ev, err := l.decode(subject, data)
 		if err != nil {
 			return errs.Wrap(errs.Corrupt, err, "%s: event %d", subject, seq)
