@@ -43,7 +43,8 @@ func (b Blind) approves(roles []string) bool {
 // Task blanks t's content: every action's (Action), every plan step's
 // result (a checkpoint's answer, a sub-task's result, an action step's
 // result, a foreach's list of them) and every artifact's digest
-// (Artifact). It blanks the head of t's hash chain too: every field of an
+// (Artifact), and what the agent wrote of its milestones' progress. It
+// blanks the head of t's hash chain too: every field of an
 // outcome's event but its result can be told or is shown, so the event's
 // hash would let a caller test guesses at a small inline result.
 func (b Blind) Task(t *stewardv1.Task) {
@@ -67,6 +68,10 @@ func (b Blind) Task(t *stewardv1.Task) {
 	}
 	for _, r := range t.Acceptance {
 		b.Report(r.Report)
+	}
+	for _, m := range t.Milestones {
+		// The agent's words on its progress, as a decision's rationale.
+		m.Note = ""
 	}
 }
 

@@ -30,6 +30,7 @@ func compensated() *stewardv1.Task {
 		},
 		Plan:       &stewardv1.PlanState{Steps: []*stewardv1.PlanStepState{{StepId: "ask", Result: structpb.NewStringValue("R3SULT")}}},
 		Artifacts:  []*stewardv1.Artifact{{Name: "r", Uri: content.StoredPrefix + "dddd4444", Sha256: "dddd4444"}},
+		Milestones: []*stewardv1.MilestoneState{{MilestoneId: "m1", Note: "PR0GRESS"}},
 		Acceptance: []*stewardv1.AcceptanceRound{{Round: 1, Report: said()}},
 	}
 }
@@ -69,9 +70,9 @@ func TestBlind(t *testing.T) {
 		shows, hides []string
 	}{
 		{"a stranger", nil, []string{"hmac-sha256:t1:aaaa", "hmac-sha256:t1:bbbb", "plan-x-1-hmac-sha256:t1:bbbb", "hmac-sha256:t1:dddd", "hmac-sha256:t1:eeee"},
-			[]string{"R3SULT", "4MEND", "aaaa1111", "bbbb2222", "cccc3333", "dddd4444", "eeee5555"}},
+			[]string{"R3SULT", "4MEND", "aaaa1111", "bbbb2222", "cccc3333", "dddd4444", "eeee5555", "PR0GRESS"}},
 		{"the approver", []string{"authorizer"}, []string{"R3SULT", "4MEND", "bbbb2222", "cccc3333", "eeee5555", "hmac-sha256:t1:aaaa"},
-			[]string{"aaaa1111", "dddd4444"}},
+			[]string{"aaaa1111", "dddd4444", "PR0GRESS"}},
 	} {
 		x := compensated()
 		content.Blind{Digest: keyed, Roles: tt.roles}.Task(x)
@@ -136,4 +137,18 @@ func ExampleBlind() {
 	content.Blind{Digest: func(taskID, hash string) string { return "hmac-sha256:…" }}.Task(t)
 	fmt.Printf("%q %s\n", t.Actions[0].Outcome.Result, t.Actions[0].Outcome.ResultHash)
 	// Output: "" hmac-sha256:…
+}
+
+// TestBlindMilestoneNote: what the agent wrote of a milestone's progress
+// is blank in its event to a caller who may not read the task's content,
+// and the event on the log is left as it is; the milestone and percent stay.
+func TestBlindMilestoneNote(t *testing.T) {
+	ev := &stewardv1.Event{TaskId: "t1", Payload: &stewardv1.Event_MilestoneProgressed{MilestoneProgressed: &stewardv1.MilestoneProgressed{MilestoneId: "m1", Percent: 40, Note: "PR0GRESS"}}}
+	shown := content.Blind{Digest: keyed}.Event(ev).GetMilestoneProgressed()
+	if shown.Note != "" || shown.MilestoneId != "m1" || shown.Percent != 40 {
+		t.Errorf("blinded progress: %v", shown)
+	}
+	if ev.GetMilestoneProgressed().Note != "PR0GRESS" {
+		t.Error("the log's event was changed")
+	}
 }

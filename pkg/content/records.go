@@ -57,13 +57,14 @@ func (b Blind) Receipt(r *stewardv1.Receipt) {
 // approved action's hash and an amendment's parameters (unless the caller
 // holds a role the approval asked for — a decided event does not say
 // which, so they are hidden from every non-reader), a person's answer (which may be a checkpoint's
-// result) and the agent's words in an execution report (Report). The digests are hidden rather than keyed: a sentence shows a
+// result), the agent's words in an execution report (Report) and on a
+// milestone's progress. The digests are hidden rather than keyed: a sentence shows a
 // prefix of a hash, and a prefix of a keyed digest says nothing. ev
 // itself is never changed: it is the log's record.
 func (b Blind) Event(ev *stewardv1.Event) *stewardv1.Event {
 	switch ev.Payload.(type) {
 	case *stewardv1.Event_ActionOutcomeRecorded, *stewardv1.Event_ArtifactSubmitted, *stewardv1.Event_ApprovalDecided, *stewardv1.Event_InputProvided,
-		*stewardv1.Event_TaskProduced:
+		*stewardv1.Event_TaskProduced, *stewardv1.Event_MilestoneProgressed:
 	default:
 		return ev
 	}
@@ -84,6 +85,8 @@ func (b Blind) Event(ev *stewardv1.Event) *stewardv1.Event {
 		p.InputProvided.Answer = ""
 	case *stewardv1.Event_TaskProduced:
 		b.Report(p.TaskProduced.Report)
+	case *stewardv1.Event_MilestoneProgressed:
+		p.MilestoneProgressed.Note = ""
 	}
 	return ev
 }
