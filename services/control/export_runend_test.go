@@ -11,3 +11,10 @@ import (
 func (p *Plane) RunEnded(ctx context.Context, taskID string) error {
 	return p.schedules.runEnded(ctx, &stewardv1.EventRecord{Event: &stewardv1.Event{TaskId: taskID}})
 }
+
+// SubmitTemplatePlan delivers run taskID's credential's issue to the
+// template plan's reaction again, as a redelivery or a second firing's
+// run (the same task) would.
+func (p *Plane) SubmitTemplatePlan(ctx context.Context, taskID string) error {
+	return p.schedules.submitTemplatePlan(ctx, &stewardv1.EventRecord{Event: &stewardv1.Event{TaskId: taskID}})
+}
