@@ -2,7 +2,7 @@ package control
 
 import (
 	"context"
-	"math"
+	"fmt"
 	"slices"
 
 	"google.golang.org/protobuf/proto"
@@ -12,6 +12,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/services/control/plandriver"
 )
 
 // A schedule's template may carry a plan (docs/schedules.md): checked at
@@ -33,8 +34,30 @@ func (p *schedules) checkTemplatePlan(ctx context.Context, principal, tenant str
 	if pl == nil {
 		return nil
 	}
-	t := &stewardv1.Task{Contract: contract, Tenant: tenant, CreatedSequence: math.MaxUint64}
-	return underTemplate(p.checkPlan(ctx, t, principal, pl, contract.GetAllowedTools()))
+	// As a task created now, which takes the tool versions registered
+	// before it (toolFor).
+	now, err := p.log.LastToolSequence(ctx)
+	if err != nil {
+		return err
+	}
+	t := &stewardv1.Task{Contract: contract, Tenant: tenant, CreatedSequence: now + 1}
+	if err := p.checkPlan(ctx, t, principal, pl, contract.GetAllowedTools()); err != nil {
+		return underTemplate(err)
+	}
+	// A run's plan has its secret literals sealed under the run
+	// (plan_secrets.go); the schedule's chain and GetSchedule would keep
+	// them in clear.
+	concealed, _, err := p.concealPlan(ctx, t, pl)
+	if err != nil {
+		return underTemplate(err)
+	}
+	for i := range pl.Steps {
+		if !proto.Equal(concealed.Steps[i], pl.Steps[i]) {
+			return errs.Field(fmt.Sprintf("template.plan.steps[%d].%s.params", i, plandriver.What(pl.Steps[i]).Field),
+				"holds a value its tool marks secret, which a schedule's template would keep in clear: let the run's agent submit a plan with secrets (SubmitPlan seals them)")
+		}
+	}
+	return nil
 }
 
 // planReactions submit template plans: a run takes its plan once it has

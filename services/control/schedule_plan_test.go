@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -84,7 +86,8 @@ func (r *schedules) runPlanEvaluated(t *testing.T, taskID string) {
 
 // TestCreateScheduleChecksTemplatePlan: a template plan is checked as
 // SubmitPlan checks one against the template's contract, its fields named
-// under template.plan; nothing is created.
+// under template.plan; one holding a literal its tool marks secret, which
+// the schedule would keep in clear, is refused.
 func TestCreateScheduleChecksTemplatePlan(t *testing.T) {
 	r := newSchedules(t)
 	for name, tc := range map[string]struct {
@@ -98,11 +101,27 @@ func TestCreateScheduleChecksTemplatePlan(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			pl := twoSteps(1)
 			tc.edit(pl)
-			_, _, err := r.ctl.CreateSchedule(context.Background(), "alice", planSchedule(pl))
-			var e *errs.Error
-			if !errors.As(err, &e) || e.Code != errs.Invalid || e.Field != tc.field {
-				t.Fatalf("err = %v, want invalid %s", err, tc.field)
-			}
+			r.refused(planSchedule(pl), tc.field)
 		})
+	}
+	r.register(t, &stewardv1.ToolContract{Name: "login", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE,
+		DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, ParametersSchema: loginSchema})
+	params, err := structpb.NewStruct(map[string]any{"user": "bob", "password": "pw-hunter2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := planSchedule(&stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
+		{Id: "login", Kind: &stewardv1.Step_Action{Action: &stewardv1.ActionStep{Tool: "login", Target: "acct", Params: params}}}}})
+	req.Template.Contract.AllowedTools = append(req.Template.Contract.AllowedTools, "login")
+	r.refused(req, "template.plan.steps[0].action.params")
+}
+
+// refused wants req refused as invalid, naming field.
+func (r *schedules) refused(req *stewardv1.CreateScheduleRequest, field string) {
+	r.t.Helper()
+	_, _, err := r.ctl.CreateSchedule(context.Background(), "alice", req)
+	var e *errs.Error
+	if !errors.As(err, &e) || e.Code != errs.Invalid || e.Field != field {
+		r.t.Fatalf("err = %v, want invalid %s", err, field)
 	}
 }
