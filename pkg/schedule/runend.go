@@ -14,10 +14,14 @@ func RunEndedEventID(scheduleID, taskID string) string {
 	return event.ID(scheduleID, event.TypeScheduleRunEnded, taskID)
 }
 
-// runEnded records end, how one of s's runs ended: the latest end, the
-// count of its outcome, and the outcome on its firing if s still keeps it.
+// runEnded records end, how one of s's runs ended: the count of its
+// outcome, the outcome on its firing if s still keeps it, and the end
+// itself if it is of the latest firing to end — ends are recorded as the
+// runs' end events are delivered, not always in the runs' order.
 func runEnded(s *stewardv1.Schedule, end *stewardv1.ScheduleRunEnd) {
-	s.LastRunEnd = proto.CloneOf(end)
+	if s.LastRunEnd == nil || !end.GetFiringTime().AsTime().Before(s.LastRunEnd.GetFiringTime().AsTime()) {
+		s.LastRunEnd = proto.CloneOf(end)
+	}
 	switch end.GetOutcome() {
 	case stewardv1.RunOutcome_RUN_OUTCOME_ACCEPTED:
 		s.RunsAccepted++

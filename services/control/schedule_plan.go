@@ -75,20 +75,13 @@ func (p *schedules) planReactions() []eventlog.Reaction {
 // plan, if it has one, is submitted for it.
 func (p *schedules) submitTemplatePlan(ctx context.Context, rec *stewardv1.EventRecord) error {
 	taskID := rec.Event.TaskId
-	recs, err := p.log.Read(ctx, taskID)
-	if err != nil || len(recs) == 0 {
-		return err
-	}
-	run := recs[0].Event.GetTaskCreated().GetScheduleRun()
-	if run == nil {
-		return nil
-	}
-	t, err := task.Fold(recs)
+	t, _, err := p.tasks.Load(ctx, taskID)
 	if err != nil {
 		return err
 	}
-	if t.Plan != nil || t.Credential == nil || !task.Active(t.Status) {
-		return nil // submitted, not yet ready, or over
+	run := t.ScheduleRun
+	if run == nil || t.Plan != nil || t.Credential == nil || !task.Active(t.Status) {
+		return nil // not a run, submitted, not yet ready, or over
 	}
 	l, err := p.loadSchedule(ctx, run.ScheduleId)
 	if err != nil {

@@ -993,7 +993,7 @@ type Schedule struct {
 	// template.runs_budget.
 	CommittedTokens     int64 `protobuf:"varint,18,opt,name=committed_tokens,json=committedTokens,proto3" json:"committed_tokens,omitempty"`
 	CommittedCostMicros int64 `protobuf:"varint,19,opt,name=committed_cost_micros,json=committedCostMicros,proto3" json:"committed_cost_micros,omitempty"`
-	// How the latest run to end ended.
+	// How the run of the latest firing to have ended ended.
 	LastRunEnd *ScheduleRunEnd `protobuf:"bytes,25,opt,name=last_run_end,json=lastRunEnd,proto3" json:"last_run_end,omitempty"`
 	// Runs ended, by outcome (schedule.run_ended events).
 	RunsAccepted  uint64 `protobuf:"varint,26,opt,name=runs_accepted,json=runsAccepted,proto3" json:"runs_accepted,omitempty"`

@@ -467,7 +467,7 @@ export declare type Schedule = Message<"steward.v1.Schedule"> & {
   committedCostMicros: bigint;
 
   /**
-   * How the latest run to end ended.
+   * How the run of the latest firing to have ended ended.
    *
    * @generated from field: steward.v1.ScheduleRunEnd last_run_end = 25;
    */
