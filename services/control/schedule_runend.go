@@ -101,11 +101,20 @@ func runEnd(t *stewardv1.Task, recs []*stewardv1.EventRecord, run *stewardv1.Sch
 }
 
 // firingPending reports whether s has yet to record run's firing: still
-// due, or still queued.
+// due on an active schedule, or still queued on one not deleted. A due
+// firing is recorded by no tick of a paused or deleted schedule (a
+// resumption skips what came meanwhile), a queued one by none of a
+// deleted one: a tick cut off between making the run and recording it
+// left an orphan, whose end would otherwise be tried again without end.
 func firingPending(s *stewardv1.Schedule, run *stewardv1.ScheduleRun) bool {
 	at := run.GetFiringTime().AsTime()
-	if s.GetDueAfter().AsTime().Before(at) {
-		return true
+	switch s.Status {
+	case stewardv1.ScheduleStatus_SCHEDULE_STATUS_DELETED:
+		return false
+	case stewardv1.ScheduleStatus_SCHEDULE_STATUS_ACTIVE:
+		if s.GetDueAfter().AsTime().Before(at) {
+			return true
+		}
 	}
 	for _, q := range s.Queued {
 		if q.AsTime().Equal(at) {

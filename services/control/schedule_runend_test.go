@@ -8,7 +8,9 @@ import (
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/schedule"
 	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/services/control"
 )
 
 // TestScheduleRecordsHowRunsEnd: a run the agent fails, and a run a later
@@ -77,4 +79,33 @@ func (r *schedules) waitRunEnds(id string, n int) *stewardv1.Schedule {
 		return got == n, fmt.Sprintf("%d runs' ends recorded, want %d", got, n)
 	})
 	return r.get(id)
+}
+
+// TestRunEndOfAnUnrecordedFiringOfADeletedSchedule: a tick that made its
+// run and was cut off before its record, then the schedule deleted (so no
+// tick records that firing ever), leaves a run no firing names; its end
+// is settled as an orphan's, not tried again without end.
+func TestRunEndOfAnUnrecordedFiringOfADeletedSchedule(t *testing.T) {
+	var r *schedules
+	tickCtx, cut := context.WithCancel(context.Background())
+	h := newHarness(t, control.AfterRunMade(func(string) { cut() }))
+	r = &schedules{harness: h, t: t}
+	r.clock.Set(time.Now().Truncate(time.Second))
+	ctx := context.Background()
+	s := r.create(hourly(stewardv1.CatchUpRule_CATCH_UP_RULE_NONE, 0, stewardv1.OverlapPolicy_OVERLAP_POLICY_SKIP, 0))
+	r.clock.Advance(time.Hour)
+	if err := r.ctl.TickSchedule(tickCtx, s.ScheduleId); err == nil {
+		t.Fatal("a tick cut off before its record succeeded")
+	}
+	run := schedule.RunTaskID(s.ScheduleId, s.CreatedAt.AsTime().Add(time.Hour))
+	if _, err := r.ctl.DeleteSchedule(ctx, "alice", s.ScheduleId, "done"); err != nil {
+		t.Fatal(err)
+	}
+	r.running(run)
+	if _, err := r.ctl.FailTask(ctx, "alice", &stewardv1.FailTaskRequest{TaskId: run, Reason: "down"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ctl.RunEnded(ctx, run); err != nil {
+		t.Fatalf("the end of a run of a deleted schedule's unrecorded firing: %v", err)
+	}
 }
