@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -40,7 +41,10 @@ func (p *schedules) checkTemplatePlan(ctx context.Context, principal, tenant str
 	if err != nil {
 		return err
 	}
-	t := &stewardv1.Task{Contract: contract, Tenant: tenant, CreatedSequence: now + 1}
+	// Holding the credential a run is issued at most (the contract's
+	// bounds), against which a sub_task step is checked as delegable.
+	t := &stewardv1.Task{Contract: contract, Tenant: tenant, CreatedSequence: now + 1,
+		Credential: &stewardv1.CredentialState{Credential: credential.Root(contract, principal, p.now(), 0)}}
 	if err := p.checkPlan(ctx, t, principal, pl, contract.GetAllowedTools()); err != nil {
 		return underTemplate(err)
 	}

@@ -125,3 +125,19 @@ func (r *schedules) refused(req *stewardv1.CreateScheduleRequest, field string) 
 		r.t.Fatalf("err = %v, want invalid %s", err, field)
 	}
 }
+
+// TestScheduleTemplatePlanWithASubTask: a template plan may delegate a
+// sub-task, checked at creation as SubmitPlan checks one against the
+// credential a run of the template is issued (its contract's bounds) —
+// not refused for want of a credential no schedule holds.
+func TestScheduleTemplatePlanWithASubTask(t *testing.T) {
+	r := newSchedules(t)
+	req := planSchedule(&stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{subStep("sub", nil, 100)}})
+	req.Template.Contract.Scopes = []string{"docs:read"}
+	if _, _, err := r.ctl.CreateSchedule(context.Background(), "alice", req); err != nil {
+		t.Fatalf("a template plan delegating a sub-task within the contract: %v", err)
+	}
+	over := planSchedule(&stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{subStep("sub", nil, 100)}})
+	over.Template.Contract.Scopes = []string{"mail:send"}
+	r.refused(over, "template.plan.steps[0].sub_task.contract.scopes[0]")
+}
