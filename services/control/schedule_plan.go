@@ -22,7 +22,8 @@ import (
 // started and holds its credential — as if its agent had submitted it.
 // The submission's event id derives from the run and the plan's version
 // (SubmitPlan), so a redelivery, the second of the two events that bring
-// it on, or a second plane submits it once. A plan refused at run time
+// it on, or a second plane submits it once. A run whose agent submitted
+// a plan of its own first keeps it. A plan refused at run time
 // (a tool withdrawn since, a credential narrower than the contract) fails
 // the run, saying why: recorded on the schedule and announced
 // (schedule_runend.go), not left waiting for a plan that will not come.
@@ -95,9 +96,17 @@ func (p *schedules) submitTemplatePlan(ctx context.Context, rec *stewardv1.Event
 	if pl == nil {
 		return nil
 	}
+	if p.planLoaded != nil {
+		p.planLoaded(taskID)
+	}
 	_, _, err = p.SubmitPlan(ctx, l.s.Creator, &stewardv1.SubmitPlanRequest{TaskId: taskID, Plan: proto.CloneOf(pl)})
 	if err == nil || !refusedRun(err) {
 		return err
+	}
+	// Refused as a plan is in force already — its agent's, submitted
+	// meanwhile — or as the run ended: the run goes on as it is.
+	if t, _, lerr := p.tasks.Load(ctx, taskID); lerr != nil || t.Plan != nil || !task.Active(t.Status) {
+		return lerr
 	}
 	id := event.ID(taskID, "schedule.plan_refused")
 	_, err = p.end(ctx, l.s.Creator, taskID, id, "", "the template plan of schedule "+l.s.ScheduleId+" was refused: "+err.Error(), stewardv1.TaskStatus_TASK_STATUS_FAILED, false)

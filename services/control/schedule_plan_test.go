@@ -14,6 +14,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/plan"
+	"github.com/steward-run/steward/services/control"
 )
 
 // planSchedule is an hourly schedule whose template is planTask's
@@ -140,4 +141,35 @@ func TestScheduleTemplatePlanWithASubTask(t *testing.T) {
 	over := planSchedule(&stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{subStep("sub", nil, 100)}})
 	over.Template.Contract.Scopes = []string{"mail:send"}
 	r.refused(over, "template.plan.steps[0].sub_task.contract.scopes[0]")
+}
+
+// TestScheduleTemplatePlanAfterTheAgentsOwn: a run's agent that submits a
+// plan of its own while the template's is on its way keeps its run: the
+// template's then finds a plan in force and yields, not failing the run.
+func TestScheduleTemplatePlanAfterTheAgentsOwn(t *testing.T) {
+	var r *schedules
+	own := twoSteps(1)
+	own.Steps = own.Steps[:1]
+	h := newHarness(t, control.BeforeTemplatePlan(func(taskID string) {
+		if _, _, err := r.submitPlan(taskID, "", own); err != nil {
+			t.Error(err)
+		}
+	}))
+	r = &schedules{harness: h, t: t}
+	r.clock.Set(time.Now().Truncate(time.Second))
+	s := r.create(planSchedule(twoSteps(1)))
+	run := r.tick(s.ScheduleId, time.Hour).LastTaskId
+	tk := r.running(run)
+	r.issue(t, tk, credential.Root(tk.Contract, tk.CreatedBy, time.Now(), 0))
+	want, err := plan.Hash(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk = r.WaitTask(run, func(tk *stewardv1.Task) bool { return tk.Plan != nil })
+	if err := r.ctl.SubmitTemplatePlan(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+	if tk = r.task(t, run); tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING || tk.Plan.GetPlanHash() != want {
+		t.Fatalf("run %s is %s with plan %v, want running with its agent's", run, tk.Status, tk.Plan)
+	}
 }
