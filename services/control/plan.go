@@ -55,6 +55,9 @@ func (p *Plane) SubmitPlan(ctx context.Context, principal string, req *stewardv1
 	if history.Has(id) {
 		return p.recordedPlan(ctx, t, req.Plan.Version, id, hash)
 	}
+	if err := p.takesPlans(); err != nil {
+		return nil, false, err
+	}
 	if err := p.credentialInForce(ctx, t, p.now()); err != nil {
 		return nil, false, err
 	}
@@ -162,8 +165,8 @@ func submission(t *stewardv1.Task, pl *stewardv1.Plan, hash string) (*stewardv1.
 // any run holds a credential, the contract's): whole (pkg/plan.Validate),
 // then its milestones and sub-tasks.
 func (p *Plane) checkPlan(ctx context.Context, t *stewardv1.Task, principal string, pl *stewardv1.Plan, allowed []string) error {
-	if p.tools == nil {
-		return errs.New(errs.FailedPrecondition, "this control plane does not take plans")
+	if err := p.takesPlans(); err != nil {
+		return err
 	}
 	now := p.now()
 	var lookup error // the registry's own failure, not the plan's
@@ -205,6 +208,15 @@ func (p *Plane) checkPlan(ctx context.Context, t *stewardv1.Task, principal stri
 		if err := checkSubTask(runs.SubTask, principal, t, now); err != nil {
 			return within(field+"."+runs.Field, err)
 		}
+	}
+	return nil
+}
+
+// takesPlans refuses a plan on a plane without a tool registry, which
+// could check none: said before anything else, as no retry would help.
+func (p *Plane) takesPlans() error {
+	if p.tools == nil {
+		return errs.New(errs.FailedPrecondition, "this control plane does not take plans")
 	}
 	return nil
 }

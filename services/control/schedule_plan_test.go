@@ -173,3 +173,23 @@ func TestScheduleTemplatePlanAfterTheAgentsOwn(t *testing.T) {
 		t.Fatalf("run %s is %s with plan %v, want running with its agent's", run, tk.Status, tk.Plan)
 	}
 }
+
+// TestSubmitPlanOnAPlaneWithoutTools: a plane that takes no plans says
+// so first, as it did before a plan's credential was checked apart from
+// the plan — not "no credential yet; try again", which would never pass.
+func TestSubmitPlanOnAPlaneWithoutTools(t *testing.T) {
+	r := idleHarness(t)
+	cfg := r.config()
+	cfg.Tools = nil
+	r.ctl = control.New(r.Log, r.Logger, cfg)
+	r.start(t)
+	tk, _, err := r.ctl.CreateTask(context.Background(), "agent", validRequest(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.running(tk.Contract.TaskId)
+	_, _, err = r.submitPlan(tk.Contract.TaskId, "", twoSteps(1))
+	if !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "does not take plans") {
+		t.Fatalf("SubmitPlan on a plane without tools: %v", err)
+	}
+}
