@@ -3,6 +3,7 @@ package schedule
 import (
 	"google.golang.org/protobuf/proto"
 
+	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
@@ -18,7 +19,10 @@ func RunEndedEventID(scheduleID, taskID string) string {
 // outcome, the outcome on its firing if s still keeps it, and the end
 // itself if it is of the latest firing to end — ends are recorded as the
 // runs' end events are delivered, not always in the runs' order.
-func runEnded(s *stewardv1.Schedule, end *stewardv1.ScheduleRunEnd) {
+func runEnded(s *stewardv1.Schedule, end *stewardv1.ScheduleRunEnd) error {
+	if end.GetTaskId() == "" || end.GetFiringTime() == nil || end.GetOutcome() == stewardv1.RunOutcome_RUN_OUTCOME_UNSPECIFIED {
+		return errs.New(errs.FailedPrecondition, "schedule %s: a run's end names no run, firing or outcome", s.ScheduleId)
+	}
 	if s.LastRunEnd == nil || !end.GetFiringTime().AsTime().Before(s.LastRunEnd.GetFiringTime().AsTime()) {
 		s.LastRunEnd = proto.CloneOf(end)
 	}
@@ -35,6 +39,7 @@ func runEnded(s *stewardv1.Schedule, end *stewardv1.ScheduleRunEnd) {
 			f.RunOutcome = end.GetOutcome()
 		}
 	}
+	return nil
 }
 
 // Announced reports whether end is one its schedule's owner hears of: a

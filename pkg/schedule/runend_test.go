@@ -40,9 +40,17 @@ func TestFoldRunEnds(t *testing.T) {
 	case s.RecentFirings[0].RunOutcome != stewardv1.RunOutcome_RUN_OUTCOME_FAILED || s.RecentFirings[1].RunOutcome != stewardv1.RunOutcome_RUN_OUTCOME_CANCELLED:
 		t.Fatalf("firings %v", s.RecentFirings)
 	}
+	ok := len(h.recs)
 	h.add("governance", end("run-c", stewardv1.RunOutcome_RUN_OUTCOME_FAILED, false))
 	if _, err := schedule.Fold(h.recs); !errs.Is(err, errs.Corrupt) {
 		t.Fatalf("a run's end written by governance: %v", err)
+	}
+	for _, bad := range []*stewardv1.ScheduleRunEnded{{}, end("", stewardv1.RunOutcome_RUN_OUTCOME_FAILED, false), end("run-a", stewardv1.RunOutcome_RUN_OUTCOME_UNSPECIFIED, false)} {
+		h.recs = h.recs[:ok]
+		h.add("control", bad)
+		if _, err := schedule.Fold(h.recs); !errs.Is(err, errs.FailedPrecondition) {
+			t.Errorf("a run's end %v folded: %v", bad, err)
+		}
 	}
 	for _, tc := range []struct {
 		end  *stewardv1.ScheduleRunEnd
