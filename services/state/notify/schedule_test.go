@@ -109,7 +109,7 @@ func TestScheduleFiringNotRunIsAnnounced(t *testing.T) {
 func TestScheduleRunFailedIsAnnounced(t *testing.T) {
 	ops, other, record := scheduleSinks(t, "schedule.run_failed")
 	ended := func(run string, o stewardv1.RunOutcome, superseded bool) event.Payload {
-		return &stewardv1.ScheduleRunEnded{End: &stewardv1.ScheduleRunEnd{TaskId: run, Outcome: o, Superseded: superseded, Reason: "r"}}
+		return &stewardv1.ScheduleRunEnded{End: &stewardv1.ScheduleRunEnd{TaskId: run, FiringTime: timestamppb.Now(), Outcome: o, Superseded: superseded, Reason: "r"}}
 	}
 	// The last one sent last: once it is, the ones before were read.
 	last := record("sch-acme", &stewardv1.ScheduleCreated{Tenant: "acme"},
