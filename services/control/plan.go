@@ -18,6 +18,7 @@ import (
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/toolpin"
+	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/control/plandriver"
 )
 
@@ -55,7 +56,7 @@ func (p *Plane) SubmitPlan(ctx context.Context, principal string, req *stewardv1
 	if history.Has(id) {
 		return p.recordedPlan(ctx, t, req.Plan.Version, id, hash)
 	}
-	if err := p.takesPlans(); err != nil {
+	if err := takesPlans(p.tools); err != nil {
 		return nil, false, err
 	}
 	if err := p.credentialInForce(ctx, t, p.now()); err != nil {
@@ -165,7 +166,7 @@ func submission(t *stewardv1.Task, pl *stewardv1.Plan, hash string) (*stewardv1.
 // any run holds a credential, the contract's): whole (pkg/plan.Validate),
 // then its milestones and sub-tasks.
 func (p *Plane) checkPlan(ctx context.Context, t *stewardv1.Task, principal string, pl *stewardv1.Plan, allowed []string) error {
-	if err := p.takesPlans(); err != nil {
+	if err := takesPlans(p.tools); err != nil {
 		return err
 	}
 	now := p.now()
@@ -212,10 +213,10 @@ func (p *Plane) checkPlan(ctx context.Context, t *stewardv1.Task, principal stri
 	return nil
 }
 
-// takesPlans refuses a plan on a plane without a tool registry, which
-// could check none: said before anything else, as no retry would help.
-func (p *Plane) takesPlans() error {
-	if p.tools == nil {
+// takesPlans refuses a plan on a plane without a tool registry (tools),
+// which could check none: said before anything else, as no retry helps.
+func takesPlans(tools *toolreg.Registry) error {
+	if tools == nil {
 		return errs.New(errs.FailedPrecondition, "this control plane does not take plans")
 	}
 	return nil
