@@ -87,9 +87,9 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 
 // leafFields returns the dotted proto names of md's fields under prefix,
 // descending into Steward's own messages; a well-known type (a timestamp,
-// a duration) is a leaf, and so is the TaskContract of a schedule's
-// template: checked by CreateTask's code, its fields are TaskContract's
-// rows. A revision's contract is not: most of its fields are refused.
+// a duration) is a leaf, and so are the TaskContract and the Plan of a
+// schedule's template: checked by CreateTask's and SubmitPlan's code,
+// their fields are those messages' rows. A revision's contract is not: most of its fields are refused.
 func leafFields(prefix string, md protoreflect.MessageDescriptor) []string {
 	var out []string
 	fields := md.Fields()
@@ -97,7 +97,7 @@ func leafFields(prefix string, md protoreflect.MessageDescriptor) []string {
 		f := fields.Get(i)
 		name := prefix + "." + string(f.Name())
 		if f.Kind() == protoreflect.MessageKind && f.Message().ParentFile().Package() == md.ParentFile().Package() &&
-			(f.Message().FullName() != taskContract || !strings.HasPrefix(prefix, "CreateScheduleRequest.")) {
+			(!checkedAsElsewhere[f.Message().FullName()] || !strings.HasPrefix(prefix, "CreateScheduleRequest.")) {
 			out = append(out, leafFields(name, f.Message())...)
 			continue
 		}
@@ -107,7 +107,13 @@ func leafFields(prefix string, md protoreflect.MessageDescriptor) []string {
 	return out
 }
 
-var taskContract = (&stewardv1.TaskContract{}).ProtoReflect().Descriptor().FullName()
+// checkedAsElsewhere are the messages of a schedule's template checked by
+// the code that checks them elsewhere, and so answering to its rows: the
+// contract CreateTask's, the plan SubmitPlan's.
+var checkedAsElsewhere = map[protoreflect.FullName]bool{
+	(&stewardv1.TaskContract{}).ProtoReflect().Descriptor().FullName(): true,
+	(&stewardv1.Plan{}).ProtoReflect().Descriptor().FullName():         true,
+}
 
 // citation is how the table names a test: `path/to/file_test.go:TestName`.
 var citation = regexp.MustCompile("`([\\w./-]+_test\\.go):(\\w+)`")

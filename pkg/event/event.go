@@ -108,6 +108,7 @@ const (
 	TypeScheduleDeleted    = "schedule.deleted"
 	TypeScheduleFired      = "schedule.fired"
 	TypeScheduleRunStarted = "schedule.run_started"
+	TypeScheduleRunEnded   = "schedule.run_ended"
 	// An objective's events live on its own chain (eventlog.ChainPrefix).
 	TypeObjectiveCreated   = "objective.created"
 	TypeObjectiveClosed    = "objective.closed"
@@ -224,6 +225,7 @@ var typeNames = map[protoreflect.Name]string{
 	"schedule_deleted":            TypeScheduleDeleted,
 	"schedule_fired":              TypeScheduleFired,
 	"schedule_run_started":        TypeScheduleRunStarted,
+	"schedule_run_ended":          TypeScheduleRunEnded,
 	"objective_created":           TypeObjectiveCreated,
 	"objective_closed":            TypeObjectiveClosed,
 	"objective_task_added":        TypeObjectiveTaskAdded,

@@ -50,6 +50,7 @@ var owners = map[string]string{
 	TypeScheduleDeleted:    PlaneControl,
 	TypeScheduleFired:      PlaneControl,
 	TypeScheduleRunStarted: PlaneControl,
+	TypeScheduleRunEnded:   PlaneControl,
 
 	TypeObjectiveCreated:   PlaneControl,
 	TypeObjectiveClosed:    PlaneControl,

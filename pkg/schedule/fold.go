@@ -99,6 +99,10 @@ func Apply(s *stewardv1.Schedule, ev *stewardv1.Event, seq uint64) error {
 		if err := runStarted(s, p.ScheduleRunStarted); err != nil {
 			return err
 		}
+	case *stewardv1.Event_ScheduleRunEnded: // in any status: runs outlive a pause or deletion
+		if err := runEnded(s, p.ScheduleRunEnded.GetEnd()); err != nil {
+			return err
+		}
 	default:
 		return errs.New(errs.Corrupt, "event %s: %s is not a schedule's event", ev.EventId, ev.Type)
 	}

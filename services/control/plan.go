@@ -18,6 +18,7 @@ import (
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/toolpin"
+	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/control/plandriver"
 )
 
@@ -55,7 +56,13 @@ func (p *Plane) SubmitPlan(ctx context.Context, principal string, req *stewardv1
 	if history.Has(id) {
 		return p.recordedPlan(ctx, t, req.Plan.Version, id, hash)
 	}
-	if err := p.checkPlan(ctx, t, principal, req.Plan); err != nil {
+	if err := takesPlans(p.tools); err != nil {
+		return nil, false, err
+	}
+	if err := p.credentialInForce(ctx, t, p.now()); err != nil {
+		return nil, false, err
+	}
+	if err := p.checkPlan(ctx, t, principal, req.Plan, planTools(t)); err != nil {
 		return nil, false, err
 	}
 	if herr != nil { // Validate refuses what has no hash; this is a bug
@@ -154,17 +161,15 @@ func submission(t *stewardv1.Task, pl *stewardv1.Plan, hash string) (*stewardv1.
 	return s, nil
 }
 
-// checkPlan checks pl as a plan for t, submitted by principal: whole
-// (pkg/plan.Validate), then its milestones and sub-tasks.
-func (p *Plane) checkPlan(ctx context.Context, t *stewardv1.Task, principal string, pl *stewardv1.Plan) error {
-	if p.tools == nil {
-		return errs.New(errs.FailedPrecondition, "this control plane does not take plans")
-	}
-	now := p.now()
-	if err := p.credentialInForce(ctx, t, now); err != nil {
+// checkPlan checks pl as a plan for t, submitted by principal, whose
+// plans may call allowed (planTools; a schedule's template plan, before
+// any run holds a credential, the contract's): whole (pkg/plan.Validate),
+// then its milestones and sub-tasks.
+func (p *Plane) checkPlan(ctx context.Context, t *stewardv1.Task, principal string, pl *stewardv1.Plan, allowed []string) error {
+	if err := takesPlans(p.tools); err != nil {
 		return err
 	}
-	allowed := planTools(t)
+	now := p.now()
 	var lookup error // the registry's own failure, not the plan's
 	env := plan.Env{AllowedTools: allowed, Tool: func(name, version string) (*stewardv1.ToolContract, error) {
 		e, err := p.toolFor(ctx, t, name, version)
@@ -204,6 +209,15 @@ func (p *Plane) checkPlan(ctx context.Context, t *stewardv1.Task, principal stri
 		if err := checkSubTask(runs.SubTask, principal, t, now); err != nil {
 			return within(field+"."+runs.Field, err)
 		}
+	}
+	return nil
+}
+
+// takesPlans refuses a plan on a plane without a tool registry (tools),
+// which could check none: said before anything else, as no retry helps.
+func takesPlans(tools *toolreg.Registry) error {
+	if tools == nil {
+		return errs.New(errs.FailedPrecondition, "this control plane does not take plans")
 	}
 	return nil
 }

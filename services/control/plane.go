@@ -114,6 +114,9 @@ type Plane struct {
 	// hook, runs between a run's creation and its firing's record.
 	schedules *schedules
 	runMade   func(scheduleID string)
+	// planLoaded, a test hook, runs between the template plan reaction's
+	// read of a run and its submission (BeforeTemplatePlan).
+	planLoaded func(taskID string)
 	// quota holds commands to the quotas, over the usage they bound
 	// (quota.go, usage.go); stopUsage ends usage's reader.
 	quota     *gate
@@ -172,6 +175,13 @@ func AfterStepProposal(fn func(step string) error) Option {
 // come between the two.
 func AfterRunMade(fn func(scheduleID string)) Option {
 	return func(p *Plane) { p.runMade = fn }
+}
+
+// BeforeTemplatePlan makes fn run after the template plan reaction read
+// run taskID as taking the plan, before it submits it: where the run's
+// agent may submit a plan of its own.
+func BeforeTemplatePlan(fn func(taskID string)) Option {
+	return func(p *Plane) { p.planLoaded = fn }
 }
 
 // StartWait sets how long a command that needs a running task waits for

@@ -96,7 +96,7 @@ func (p *Plane) reactions() []eventlog.Reaction {
 		on[*stewardv1.PlanSubmitted](onPlanMoved),
 		on[*stewardv1.PlanStepStarted](onPlanMoved),
 		on[*stewardv1.PlanStepEnded](onPlanMoved),
-		on[*stewardv1.TaskStalled](onStalled),
+		on[*stewardv1.TaskStalled](onStalled), p.schedules.planReactions(),
 	)
 }
 

@@ -78,6 +78,10 @@ func (p *schedules) CreateSchedule(ctx context.Context, principal string, req *s
 		return nil, false, err
 	}
 	created.Tenant = rpc.Caller(ctx).Tenant
+	if err := p.checkTemplatePlan(ctx, principal, created.Tenant, created.Template.Contract, req.GetTemplate().GetPlan()); err != nil {
+		return nil, false, err
+	}
+	created.Template.Plan = req.GetTemplate().GetPlan()
 	id := "sch-" + event.RandomID()
 	if req.RequestId != "" {
 		// Claimed as every command's request id is: used first for

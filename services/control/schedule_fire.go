@@ -292,7 +292,8 @@ func (p *schedules) cancelRun(ctx context.Context, s *stewardv1.Schedule, taskID
 
 // runEnded is the reaction to a task's end (or production): when it is a
 // schedule's run, a queued firing starts now rather than at the next
-// firing. Only that: a due firing decided here as well as by its timer
+// firing, and the schedule records how the run ended (schedule_runend.go).
+// No due firing is decided here: decided here as well as by its timer it
 // could be recorded by either — a cancel_previous's cancellation ending
 // the run would have its firing recorded STARTED, not CANCELLED_PREVIOUS.
 func (p *schedules) runEnded(ctx context.Context, rec *stewardv1.EventRecord) error {
@@ -304,5 +305,8 @@ func (p *schedules) runEnded(ctx context.Context, rec *stewardv1.EventRecord) er
 	if run == nil {
 		return nil
 	}
-	return p.tickSchedule(ctx, run.ScheduleId, time.Time{}, true)
+	if err := p.tickSchedule(ctx, run.ScheduleId, time.Time{}, true); err != nil {
+		return err
+	}
+	return p.recordRunEnd(ctx, recs, run)
 }

@@ -132,6 +132,7 @@ func TestScheduleCatchUpAcrossRestart(t *testing.T) {
 			if _, err := r.ctl.CancelTask(context.Background(), "alice", &stewardv1.CancelTaskRequest{TaskId: s.LastTaskId}); err != nil {
 				t.Fatal(err)
 			}
+			r.waitRunEnds(s.ScheduleId, 1) // recorded, it moves the sequence no more
 			r.restart()
 			s = r.tick(s.ScheduleId, 5*time.Hour+20*time.Minute)
 			if got := firings(s, 1); got != tc.want {

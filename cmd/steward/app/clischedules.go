@@ -79,20 +79,21 @@ func (c *cli) schedulesGet() *cobra.Command {
 		fields(c.stdout, "schedule", sc.ScheduleId, "status", scheduleStatus(sc), "when", scheduleWhen(sc.Spec),
 			"overlap", word(sc.GetOverlap().GetPolicy(), "OVERLAP_POLICY_"), "catch up", word(sc.GetCatchUp().GetRule(), "CATCH_UP_RULE_"),
 			"intent", sc.GetTemplate().GetContract().GetIntent(), "creator", sc.Creator, "created", when(sc.CreatedAt),
-			"next firing", when(sc.NextFiringTime), "runs", strconv.FormatUint(sc.RunsStarted, 10), "runs budget", runsBudget(sc), "last run", sc.LastTaskId)
+			"next firing", when(sc.NextFiringTime), "runs", strconv.FormatUint(sc.RunsStarted, 10), "runs budget", runsBudget(sc), "last run", sc.LastTaskId,
+			"runs ended", runsEnded(sc), "last run end", lastRunEnd(sc))
 		rows := make([][]string, 0, len(sc.RecentFirings))
 		for _, f := range sc.RecentFirings {
 			what := f.Reason
 			if f.MissedCount > 0 {
 				what = fmt.Sprintf("%d missed from %s", f.MissedCount, when(f.MissedFrom))
 			}
-			rows = append(rows, []string{when(f.FiringTime), word(f.Disposition, "FIRING_DISPOSITION_"), f.TaskId, short(what, 60)})
+			rows = append(rows, []string{when(f.FiringTime), word(f.Disposition, "FIRING_DISPOSITION_"), f.TaskId, word(f.RunOutcome, "RUN_OUTCOME_"), short(what, 60)})
 		}
 		if len(rows) == 0 {
 			return nil
 		}
 		fmt.Fprintln(c.stdout)
-		return c.table([]string{"FIRING", "DISPOSITION", "RUN", "WHY"}, rows)
+		return c.table([]string{"FIRING", "DISPOSITION", "RUN", "RUN ENDED", "WHY"}, rows)
 	})
 }
 

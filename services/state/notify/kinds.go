@@ -24,8 +24,9 @@ type kind struct {
 // kinds are the notifications, each a person's cue: an approval to
 // decide or still waiting, a question to answer or still waiting, a
 // budget running out, a task that stalled or was suspended, an outcome
-// only a person can settle, a result to review, an end, and an agent gone
-// silent (docs/notifications.md).
+// only a person can settle, a result to review, an end, an agent gone
+// silent, and a schedule's firing that made no run or whose run failed
+// (docs/notifications.md).
 var kinds = []kind{
 	{name: "approval.requested", on: reactions(eventlog.OnRecord[*stewardv1.ApprovalRequested]), act: decide},
 	{name: "approval.reminded", on: reactions(eventlog.OnRecord[*stewardv1.ApprovalReminded]), act: decide},
@@ -42,6 +43,7 @@ var kinds = []kind{
 		eventlog.OnRecord[*stewardv1.TaskFailed], eventlog.OnRecord[*stewardv1.TaskProduced]), match: task.Ends},
 	{name: "agent.escalated", on: reactions(eventlog.OnRecord[*stewardv1.AgentEscalated])},
 	{name: "schedule.not_run", on: reactions(eventlog.OnRecord[*stewardv1.ScheduleFired]), match: notRun, act: scheduleAct},
+	{name: "schedule.run_failed", on: reactions(eventlog.OnRecord[*stewardv1.ScheduleRunEnded]), match: runFailed, act: runFailedAct},
 }
 
 func reactions(on ...func(eventlog.Handler) eventlog.Reaction) []func(eventlog.Handler) eventlog.Reaction {

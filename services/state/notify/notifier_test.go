@@ -30,18 +30,19 @@ const (
 )
 
 // sink is a receiver that keeps what it took, by task: the last
-// delivery's headers, and each delivery's kind and question.
+// delivery's headers, and each delivery's kind, question and act.
 type sink struct {
 	mu        sync.Mutex
 	got       map[string]http.Header
 	kinds     map[string][]string
 	questions map[string][]json.RawMessage
+	acts      map[string][]string
 	srv       *httptest.Server
 	name      string
 }
 
 func newSink(t *testing.T, name string) *sink {
-	s := &sink{got: map[string]http.Header{}, kinds: map[string][]string{}, questions: map[string][]json.RawMessage{}, name: name}
+	s := &sink{got: map[string]http.Header{}, kinds: map[string][]string{}, questions: map[string][]json.RawMessage{}, acts: map[string][]string{}, name: name}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var n notify.Notification
 		if err := json.NewDecoder(r.Body).Decode(&n); err != nil {
@@ -51,6 +52,7 @@ func newSink(t *testing.T, name string) *sink {
 		s.got[n.TaskID] = r.Header.Clone()
 		s.kinds[n.TaskID] = append(s.kinds[n.TaskID], n.Kind)
 		s.questions[n.TaskID] = append(s.questions[n.TaskID], n.Question)
+		s.acts[n.TaskID] = append(s.acts[n.TaskID], n.Act)
 		s.mu.Unlock()
 	}))
 	t.Cleanup(s.srv.Close)

@@ -18,16 +18,15 @@ import (
 	"github.com/steward-run/steward/services/state/notify"
 )
 
-// TestScheduleFiringNotRunIsAnnounced: a schedule's firings recorded
-// OVER_BUDGET, MISSED and REFUSED reach a sink that takes
-// schedule.not_run, once each, under the schedule's id; STARTED and
-// SKIPPED do not; a sink of another tenant hears nothing of them.
-func TestScheduleFiringNotRunIsAnnounced(t *testing.T) {
+// scheduleSinks runs a notifier over a real log whose sinks ops (every
+// tenant's) and other (globex's) take kind, and returns a recorder of
+// events on a schedule's chain (the id of the last it appends).
+func scheduleSinks(t *testing.T, kind string) (ops, other *sink, record func(id string, ps ...event.Payload) string) {
 	env := stewardtest.NewEnv(t)
-	ops, other := newSink(t, "ops"), newSink(t, "other")
+	ops, other = newSink(t, "ops"), newSink(t, "other")
 	file := filepath.Join(t.TempDir(), "sinks.json")
 	entry := func(s *sink, tenant string) string {
-		b, _ := json.Marshal(map[string]any{"name": s.name, "url": s.srv.URL, "tenant": tenant, "kinds": []string{"schedule.not_run"}, "secrets": []string{oldSecret}})
+		b, _ := json.Marshal(map[string]any{"name": s.name, "url": s.srv.URL, "tenant": tenant, "kinds": []string{kind}, "secrets": []string{oldSecret}})
 		return string(b)
 	}
 	if err := os.WriteFile(file, []byte(fmt.Sprintf(`{"sinks": [%s, %s]}`, entry(ops, ""), entry(other, "globex"))), 0o600); err != nil {
@@ -46,12 +45,7 @@ func TestScheduleFiringNotRunIsAnnounced(t *testing.T) {
 			return err == nil, fmt.Sprintf("no consumer of sink %s: %v", s.name, err)
 		})
 	}
-
-	at := time.Now().Truncate(time.Second)
-	fired := func(d stewardv1.FiringDisposition, h int) event.Payload {
-		return &stewardv1.ScheduleFired{Firing: &stewardv1.ScheduleFiring{FiringTime: timestamppb.New(at.Add(time.Duration(h) * time.Hour)), Disposition: d, Reason: "r"}}
-	}
-	record := func(id string, ps ...event.Payload) (last string) {
+	record = func(id string, ps ...event.Payload) (last string) {
 		t.Helper()
 		recs, err := env.Log.ReadSchedule(ctx, id)
 		if err != nil {
@@ -71,6 +65,19 @@ func TestScheduleFiringNotRunIsAnnounced(t *testing.T) {
 		}
 		return last
 	}
+	return ops, other, record
+}
+
+// TestScheduleFiringNotRunIsAnnounced: a schedule's firings recorded
+// OVER_BUDGET, MISSED and REFUSED reach a sink that takes
+// schedule.not_run, once each, under the schedule's id; STARTED and
+// SKIPPED do not; a sink of another tenant hears nothing of them.
+func TestScheduleFiringNotRunIsAnnounced(t *testing.T) {
+	ops, other, record := scheduleSinks(t, "schedule.not_run")
+	at := time.Now().Truncate(time.Second)
+	fired := func(d stewardv1.FiringDisposition, h int) event.Payload {
+		return &stewardv1.ScheduleFired{Firing: &stewardv1.ScheduleFiring{FiringTime: timestamppb.New(at.Add(time.Duration(h) * time.Hour)), Disposition: d, Reason: "r"}}
+	}
 	refused := record("sch-acme", &stewardv1.ScheduleCreated{Tenant: "acme"},
 		fired(stewardv1.FiringDisposition_FIRING_DISPOSITION_STARTED, 1),
 		fired(stewardv1.FiringDisposition_FIRING_DISPOSITION_OVER_BUDGET, 2),
@@ -88,6 +95,43 @@ func TestScheduleFiringNotRunIsAnnounced(t *testing.T) {
 	}
 	// globex's sink hears its own schedule; acme's it reads and drops.
 	record("sch-globex", &stewardv1.ScheduleCreated{Tenant: "globex"}, fired(stewardv1.FiringDisposition_FIRING_DISPOSITION_OVER_BUDGET, 1))
+	other.waitKinds(t, "sch-globex", 1)
+	if _, ok := other.has("sch-acme"); ok {
+		t.Fatal("globex's sink heard of acme's schedule")
+	}
+}
+
+// TestScheduleRunFailedIsAnnounced: of a schedule's runs' ends, the
+// failed one and the one a person cancelled reach a sink that takes
+// schedule.run_failed, once each, under the schedule's id, saying what to
+// run; an accepted run and one cancelled by a later firing
+// (cancel_previous) do not; another tenant's sink hears nothing.
+func TestScheduleRunFailedIsAnnounced(t *testing.T) {
+	ops, other, record := scheduleSinks(t, "schedule.run_failed")
+	ended := func(run string, o stewardv1.RunOutcome, superseded bool) event.Payload {
+		return &stewardv1.ScheduleRunEnded{End: &stewardv1.ScheduleRunEnd{TaskId: run, FiringTime: timestamppb.Now(), Outcome: o, Superseded: superseded, Reason: "r"}}
+	}
+	// The last one sent last: once it is, the ones before were read.
+	last := record("sch-acme", &stewardv1.ScheduleCreated{Tenant: "acme"},
+		ended("run-1", stewardv1.RunOutcome_RUN_OUTCOME_ACCEPTED, false),
+		ended("run-2", stewardv1.RunOutcome_RUN_OUTCOME_FAILED, false),
+		ended("run-3", stewardv1.RunOutcome_RUN_OUTCOME_CANCELLED, true),
+		ended("run-4", stewardv1.RunOutcome_RUN_OUTCOME_CANCELLED, false))
+	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
+		h, _ := ops.has("sch-acme")
+		return h.Get(notify.HeaderID) == last, "the cancelled run's end not yet sent"
+	})
+	got, _ := ops.waitKinds(t, "sch-acme", 0)
+	if fmt.Sprint(got) != "[schedule.run_failed schedule.run_failed]" {
+		t.Fatalf("the operator's sink heard %v of acme's runs, want the failed and the cancelled one once each", got)
+	}
+	ops.mu.Lock()
+	acts := ops.acts["sch-acme"]
+	ops.mu.Unlock()
+	if want := "steward tasks get run-2; steward schedules get sch-acme"; len(acts) != 2 || acts[0] != want {
+		t.Fatalf("the failed run's notification says to run %q, want %q first", acts, want)
+	}
+	record("sch-globex", &stewardv1.ScheduleCreated{Tenant: "globex"}, ended("run-g", stewardv1.RunOutcome_RUN_OUTCOME_FAILED, false))
 	other.waitKinds(t, "sch-globex", 1)
 	if _, ok := other.has("sch-acme"); ok {
 		t.Fatal("globex's sink heard of acme's schedule")

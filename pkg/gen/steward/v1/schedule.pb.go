@@ -278,6 +278,62 @@ func (FiringDisposition) EnumDescriptor() ([]byte, []int) {
 	return file_steward_v1_schedule_proto_rawDescGZIP(), []int{3}
 }
 
+// RunOutcome is how a schedule's run ended (a task's end: accepted,
+// failed or cancelled; a run awaiting review has not ended yet).
+// Its own enum, not TaskStatus: task.proto imports this file.
+type RunOutcome int32
+
+const (
+	RunOutcome_RUN_OUTCOME_UNSPECIFIED RunOutcome = 0
+	RunOutcome_RUN_OUTCOME_ACCEPTED    RunOutcome = 1
+	RunOutcome_RUN_OUTCOME_FAILED      RunOutcome = 2
+	// Cancelled by a person, or by a later firing (cancel_previous).
+	RunOutcome_RUN_OUTCOME_CANCELLED RunOutcome = 3
+)
+
+// Enum value maps for RunOutcome.
+var (
+	RunOutcome_name = map[int32]string{
+		0: "RUN_OUTCOME_UNSPECIFIED",
+		1: "RUN_OUTCOME_ACCEPTED",
+		2: "RUN_OUTCOME_FAILED",
+		3: "RUN_OUTCOME_CANCELLED",
+	}
+	RunOutcome_value = map[string]int32{
+		"RUN_OUTCOME_UNSPECIFIED": 0,
+		"RUN_OUTCOME_ACCEPTED":    1,
+		"RUN_OUTCOME_FAILED":      2,
+		"RUN_OUTCOME_CANCELLED":   3,
+	}
+)
+
+func (x RunOutcome) Enum() *RunOutcome {
+	p := new(RunOutcome)
+	*p = x
+	return p
+}
+
+func (x RunOutcome) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RunOutcome) Descriptor() protoreflect.EnumDescriptor {
+	return file_steward_v1_schedule_proto_enumTypes[4].Descriptor()
+}
+
+func (RunOutcome) Type() protoreflect.EnumType {
+	return &file_steward_v1_schedule_proto_enumTypes[4]
+}
+
+func (x RunOutcome) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RunOutcome.Descriptor instead.
+func (RunOutcome) EnumDescriptor() ([]byte, []int) {
+	return file_steward_v1_schedule_proto_rawDescGZIP(), []int{4}
+}
+
 // ScheduleSpec says when a schedule fires (docs/schedules.md): a
 // five-field cron expression read in a time zone, or a fixed interval,
 // between an optional start and end.
@@ -512,7 +568,14 @@ type ScheduleTemplate struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Contract *TaskContract          `protobuf:"bytes,1,opt,name=contract,proto3" json:"contract,omitempty"`
 	// A budget across all the schedule's runs; none when unset.
-	RunsBudget    *RunsBudget `protobuf:"bytes,2,opt,name=runs_budget,json=runsBudget,proto3" json:"runs_budget,omitempty"`
+	RunsBudget *RunsBudget `protobuf:"bytes,2,opt,name=runs_budget,json=runsBudget,proto3" json:"runs_budget,omitempty"`
+	// A plan each run starts with, submitted for it as the creator once the
+	// run has started and holds its credential, as if its agent had
+	// submitted it (SubmitPlan). Checked at creation as SubmitPlan checks a
+	// plan against the template's contract; a run whose plan is refused
+	// then (a tool since withdrawn, a narrower credential) fails, saying
+	// why. None when unset.
+	Plan          *Plan `protobuf:"bytes,3,opt,name=plan,proto3" json:"plan,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -557,6 +620,13 @@ func (x *ScheduleTemplate) GetContract() *TaskContract {
 func (x *ScheduleTemplate) GetRunsBudget() *RunsBudget {
 	if x != nil {
 		return x.RunsBudget
+	}
+	return nil
+}
+
+func (x *ScheduleTemplate) GetPlan() *Plan {
+	if x != nil {
+		return x.Plan
 	}
 	return nil
 }
@@ -638,8 +708,10 @@ type ScheduleFiring struct {
 	// The run cancelled for this one (CANCELLED_PREVIOUS).
 	CancelledTaskId string `protobuf:"bytes,7,opt,name=cancelled_task_id,json=cancelledTaskId,proto3" json:"cancelled_task_id,omitempty"`
 	Reason          string `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// How the firing's run ended; unspecified while it has not.
+	RunOutcome    RunOutcome `protobuf:"varint,9,opt,name=run_outcome,json=runOutcome,proto3,enum=steward.v1.RunOutcome" json:"run_outcome,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ScheduleFiring) Reset() {
@@ -728,6 +800,102 @@ func (x *ScheduleFiring) GetReason() string {
 	return ""
 }
 
+func (x *ScheduleFiring) GetRunOutcome() RunOutcome {
+	if x != nil {
+		return x.RunOutcome
+	}
+	return RunOutcome_RUN_OUTCOME_UNSPECIFIED
+}
+
+// ScheduleRunEnd is how one run of a schedule ended.
+type ScheduleRunEnd struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	TaskId     string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	FiringTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=firing_time,json=firingTime,proto3" json:"firing_time,omitempty"`
+	Outcome    RunOutcome             `protobuf:"varint,3,opt,name=outcome,proto3,enum=steward.v1.RunOutcome" json:"outcome,omitempty"`
+	// The failure's or cancellation's reason.
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Cancelled by a later firing of the schedule (cancel_previous): the
+	// overlap policy at work, not announced.
+	Superseded bool `protobuf:"varint,5,opt,name=superseded,proto3" json:"superseded,omitempty"`
+	// When the run ended.
+	EndedAt       *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleRunEnd) Reset() {
+	*x = ScheduleRunEnd{}
+	mi := &file_steward_v1_schedule_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleRunEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleRunEnd) ProtoMessage() {}
+
+func (x *ScheduleRunEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_schedule_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleRunEnd.ProtoReflect.Descriptor instead.
+func (*ScheduleRunEnd) Descriptor() ([]byte, []int) {
+	return file_steward_v1_schedule_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ScheduleRunEnd) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ScheduleRunEnd) GetFiringTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FiringTime
+	}
+	return nil
+}
+
+func (x *ScheduleRunEnd) GetOutcome() RunOutcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return RunOutcome_RUN_OUTCOME_UNSPECIFIED
+}
+
+func (x *ScheduleRunEnd) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ScheduleRunEnd) GetSuperseded() bool {
+	if x != nil {
+		return x.Superseded
+	}
+	return false
+}
+
+func (x *ScheduleRunEnd) GetEndedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndedAt
+	}
+	return nil
+}
+
 // ScheduleRun is where a schedule's run comes from (TaskCreated.schedule_run):
 // its schedule, its firing and the run before it, whose result it may
 // read ("did today's run happen; dedupe against yesterday's").
@@ -743,7 +911,7 @@ type ScheduleRun struct {
 
 func (x *ScheduleRun) Reset() {
 	*x = ScheduleRun{}
-	mi := &file_steward_v1_schedule_proto_msgTypes[6]
+	mi := &file_steward_v1_schedule_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -755,7 +923,7 @@ func (x *ScheduleRun) String() string {
 func (*ScheduleRun) ProtoMessage() {}
 
 func (x *ScheduleRun) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_schedule_proto_msgTypes[6]
+	mi := &file_steward_v1_schedule_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -768,7 +936,7 @@ func (x *ScheduleRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleRun.ProtoReflect.Descriptor instead.
 func (*ScheduleRun) Descriptor() ([]byte, []int) {
-	return file_steward_v1_schedule_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_schedule_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ScheduleRun) GetScheduleId() string {
@@ -825,13 +993,19 @@ type Schedule struct {
 	// template.runs_budget.
 	CommittedTokens     int64 `protobuf:"varint,18,opt,name=committed_tokens,json=committedTokens,proto3" json:"committed_tokens,omitempty"`
 	CommittedCostMicros int64 `protobuf:"varint,19,opt,name=committed_cost_micros,json=committedCostMicros,proto3" json:"committed_cost_micros,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// How the run of the latest firing to have ended ended.
+	LastRunEnd *ScheduleRunEnd `protobuf:"bytes,25,opt,name=last_run_end,json=lastRunEnd,proto3" json:"last_run_end,omitempty"`
+	// Runs ended, by outcome (schedule.run_ended events).
+	RunsAccepted  uint64 `protobuf:"varint,26,opt,name=runs_accepted,json=runsAccepted,proto3" json:"runs_accepted,omitempty"`
+	RunsFailed    uint64 `protobuf:"varint,27,opt,name=runs_failed,json=runsFailed,proto3" json:"runs_failed,omitempty"`
+	RunsCancelled uint64 `protobuf:"varint,28,opt,name=runs_cancelled,json=runsCancelled,proto3" json:"runs_cancelled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Schedule) Reset() {
 	*x = Schedule{}
-	mi := &file_steward_v1_schedule_proto_msgTypes[7]
+	mi := &file_steward_v1_schedule_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -843,7 +1017,7 @@ func (x *Schedule) String() string {
 func (*Schedule) ProtoMessage() {}
 
 func (x *Schedule) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_schedule_proto_msgTypes[7]
+	mi := &file_steward_v1_schedule_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -856,7 +1030,7 @@ func (x *Schedule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Schedule.ProtoReflect.Descriptor instead.
 func (*Schedule) Descriptor() ([]byte, []int) {
-	return file_steward_v1_schedule_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_schedule_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Schedule) GetScheduleId() string {
@@ -992,12 +1166,40 @@ func (x *Schedule) GetCommittedCostMicros() int64 {
 	return 0
 }
 
+func (x *Schedule) GetLastRunEnd() *ScheduleRunEnd {
+	if x != nil {
+		return x.LastRunEnd
+	}
+	return nil
+}
+
+func (x *Schedule) GetRunsAccepted() uint64 {
+	if x != nil {
+		return x.RunsAccepted
+	}
+	return 0
+}
+
+func (x *Schedule) GetRunsFailed() uint64 {
+	if x != nil {
+		return x.RunsFailed
+	}
+	return 0
+}
+
+func (x *Schedule) GetRunsCancelled() uint64 {
+	if x != nil {
+		return x.RunsCancelled
+	}
+	return 0
+}
+
 var File_steward_v1_schedule_proto protoreflect.FileDescriptor
 
 const file_steward_v1_schedule_proto_rawDesc = "" +
 	"\n" +
 	"\x19steward/v1/schedule.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19steward/v1/contract.proto\"\xf5\x01\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19steward/v1/contract.proto\x1a\x15steward/v1/plan.proto\"\xf5\x01\n" +
 	"\fScheduleSpec\x12\x14\n" +
 	"\x04cron\x18\x01 \x01(\tH\x00R\x04cron\x127\n" +
 	"\binterval\x18\x02 \x01(\v2\x19.google.protobuf.DurationH\x00R\binterval\x12\x1b\n" +
@@ -1012,16 +1214,17 @@ const file_steward_v1_schedule_proto_rawDesc = "" +
 	"queueLimit\"i\n" +
 	"\aCatchUp\x12+\n" +
 	"\x04rule\x18\x01 \x01(\x0e2\x17.steward.v1.CatchUpRuleR\x04rule\x121\n" +
-	"\x06window\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x06window\"\x81\x01\n" +
+	"\x06window\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x06window\"\xa7\x01\n" +
 	"\x10ScheduleTemplate\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x127\n" +
 	"\vruns_budget\x18\x02 \x01(\v2\x16.steward.v1.RunsBudgetR\n" +
-	"runsBudget\"S\n" +
+	"runsBudget\x12$\n" +
+	"\x04plan\x18\x03 \x01(\v2\x10.steward.v1.PlanR\x04plan\"S\n" +
 	"\n" +
 	"RunsBudget\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12&\n" +
-	"\x0fmax_cost_micros\x18\x02 \x01(\x03R\rmaxCostMicros\"\x88\x03\n" +
+	"\x0fmax_cost_micros\x18\x02 \x01(\x03R\rmaxCostMicros\"\xc1\x03\n" +
 	"\x0eScheduleFiring\x12;\n" +
 	"\vfiring_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"firingTime\x12?\n" +
@@ -1033,13 +1236,25 @@ const file_steward_v1_schedule_proto_rawDesc = "" +
 	"\vmissed_from\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"missedFrom\x12*\n" +
 	"\x11cancelled_task_id\x18\a \x01(\tR\x0fcancelledTaskId\x12\x16\n" +
-	"\x06reason\x18\b \x01(\tR\x06reason\"\x95\x01\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\x127\n" +
+	"\vrun_outcome\x18\t \x01(\x0e2\x16.steward.v1.RunOutcomeR\n" +
+	"runOutcome\"\x87\x02\n" +
+	"\x0eScheduleRunEnd\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12;\n" +
+	"\vfiring_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"firingTime\x120\n" +
+	"\aoutcome\x18\x03 \x01(\x0e2\x16.steward.v1.RunOutcomeR\aoutcome\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x1e\n" +
+	"\n" +
+	"superseded\x18\x05 \x01(\bR\n" +
+	"superseded\x125\n" +
+	"\bended_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\"\x95\x01\n" +
 	"\vScheduleRun\x12\x1f\n" +
 	"\vschedule_id\x18\x01 \x01(\tR\n" +
 	"scheduleId\x12;\n" +
 	"\vfiring_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"firingTime\x12(\n" +
-	"\x10previous_task_id\x18\x03 \x01(\tR\x0epreviousTaskId\"\xf1\x06\n" +
+	"\x10previous_task_id\x18\x03 \x01(\tR\x0epreviousTaskId\"\x9c\b\n" +
 	"\bSchedule\x12\x1f\n" +
 	"\vschedule_id\x18\x01 \x01(\tR\n" +
 	"scheduleId\x12\x16\n" +
@@ -1064,7 +1279,13 @@ const file_steward_v1_schedule_proto_rawDesc = "" +
 	"request_id\x18\x10 \x01(\tR\trequestId\x12#\n" +
 	"\rlast_sequence\x18\x11 \x01(\x04R\flastSequence\x12)\n" +
 	"\x10committed_tokens\x18\x12 \x01(\x03R\x0fcommittedTokens\x122\n" +
-	"\x15committed_cost_micros\x18\x13 \x01(\x03R\x13committedCostMicros*\x86\x01\n" +
+	"\x15committed_cost_micros\x18\x13 \x01(\x03R\x13committedCostMicros\x12<\n" +
+	"\flast_run_end\x18\x19 \x01(\v2\x1a.steward.v1.ScheduleRunEndR\n" +
+	"lastRunEnd\x12#\n" +
+	"\rruns_accepted\x18\x1a \x01(\x04R\frunsAccepted\x12\x1f\n" +
+	"\vruns_failed\x18\x1b \x01(\x04R\n" +
+	"runsFailed\x12%\n" +
+	"\x0eruns_cancelled\x18\x1c \x01(\x04R\rrunsCancelled*\x86\x01\n" +
 	"\rOverlapPolicy\x12\x1e\n" +
 	"\x1aOVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13OVERLAP_POLICY_SKIP\x10\x01\x12\x18\n" +
@@ -1089,7 +1310,13 @@ const file_steward_v1_schedule_proto_rawDesc = "" +
 	"\x19FIRING_DISPOSITION_MISSED\x10\x04\x12)\n" +
 	"%FIRING_DISPOSITION_CANCELLED_PREVIOUS\x10\x05\x12\x1e\n" +
 	"\x1aFIRING_DISPOSITION_REFUSED\x10\x06\x12\"\n" +
-	"\x1eFIRING_DISPOSITION_OVER_BUDGET\x10\aB\xa5\x01\n" +
+	"\x1eFIRING_DISPOSITION_OVER_BUDGET\x10\a*v\n" +
+	"\n" +
+	"RunOutcome\x12\x1b\n" +
+	"\x17RUN_OUTCOME_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14RUN_OUTCOME_ACCEPTED\x10\x01\x12\x16\n" +
+	"\x12RUN_OUTCOME_FAILED\x10\x02\x12\x19\n" +
+	"\x15RUN_OUTCOME_CANCELLED\x10\x03B\xa5\x01\n" +
 	"\x0ecom.steward.v1B\rScheduleProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -1106,54 +1333,63 @@ func file_steward_v1_schedule_proto_rawDescGZIP() []byte {
 	return file_steward_v1_schedule_proto_rawDescData
 }
 
-var file_steward_v1_schedule_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_steward_v1_schedule_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_steward_v1_schedule_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_steward_v1_schedule_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_steward_v1_schedule_proto_goTypes = []any{
 	(OverlapPolicy)(0),            // 0: steward.v1.OverlapPolicy
 	(CatchUpRule)(0),              // 1: steward.v1.CatchUpRule
 	(ScheduleStatus)(0),           // 2: steward.v1.ScheduleStatus
 	(FiringDisposition)(0),        // 3: steward.v1.FiringDisposition
-	(*ScheduleSpec)(nil),          // 4: steward.v1.ScheduleSpec
-	(*Overlap)(nil),               // 5: steward.v1.Overlap
-	(*CatchUp)(nil),               // 6: steward.v1.CatchUp
-	(*ScheduleTemplate)(nil),      // 7: steward.v1.ScheduleTemplate
-	(*RunsBudget)(nil),            // 8: steward.v1.RunsBudget
-	(*ScheduleFiring)(nil),        // 9: steward.v1.ScheduleFiring
-	(*ScheduleRun)(nil),           // 10: steward.v1.ScheduleRun
-	(*Schedule)(nil),              // 11: steward.v1.Schedule
-	(*durationpb.Duration)(nil),   // 12: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
-	(*TaskContract)(nil),          // 14: steward.v1.TaskContract
+	(RunOutcome)(0),               // 4: steward.v1.RunOutcome
+	(*ScheduleSpec)(nil),          // 5: steward.v1.ScheduleSpec
+	(*Overlap)(nil),               // 6: steward.v1.Overlap
+	(*CatchUp)(nil),               // 7: steward.v1.CatchUp
+	(*ScheduleTemplate)(nil),      // 8: steward.v1.ScheduleTemplate
+	(*RunsBudget)(nil),            // 9: steward.v1.RunsBudget
+	(*ScheduleFiring)(nil),        // 10: steward.v1.ScheduleFiring
+	(*ScheduleRunEnd)(nil),        // 11: steward.v1.ScheduleRunEnd
+	(*ScheduleRun)(nil),           // 12: steward.v1.ScheduleRun
+	(*Schedule)(nil),              // 13: steward.v1.Schedule
+	(*durationpb.Duration)(nil),   // 14: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(*TaskContract)(nil),          // 16: steward.v1.TaskContract
+	(*Plan)(nil),                  // 17: steward.v1.Plan
 }
 var file_steward_v1_schedule_proto_depIdxs = []int32{
-	12, // 0: steward.v1.ScheduleSpec.interval:type_name -> google.protobuf.Duration
-	13, // 1: steward.v1.ScheduleSpec.start_time:type_name -> google.protobuf.Timestamp
-	13, // 2: steward.v1.ScheduleSpec.end_time:type_name -> google.protobuf.Timestamp
+	14, // 0: steward.v1.ScheduleSpec.interval:type_name -> google.protobuf.Duration
+	15, // 1: steward.v1.ScheduleSpec.start_time:type_name -> google.protobuf.Timestamp
+	15, // 2: steward.v1.ScheduleSpec.end_time:type_name -> google.protobuf.Timestamp
 	0,  // 3: steward.v1.Overlap.policy:type_name -> steward.v1.OverlapPolicy
 	1,  // 4: steward.v1.CatchUp.rule:type_name -> steward.v1.CatchUpRule
-	12, // 5: steward.v1.CatchUp.window:type_name -> google.protobuf.Duration
-	14, // 6: steward.v1.ScheduleTemplate.contract:type_name -> steward.v1.TaskContract
-	8,  // 7: steward.v1.ScheduleTemplate.runs_budget:type_name -> steward.v1.RunsBudget
-	13, // 8: steward.v1.ScheduleFiring.firing_time:type_name -> google.protobuf.Timestamp
-	3,  // 9: steward.v1.ScheduleFiring.disposition:type_name -> steward.v1.FiringDisposition
-	13, // 10: steward.v1.ScheduleFiring.recorded_at:type_name -> google.protobuf.Timestamp
-	13, // 11: steward.v1.ScheduleFiring.missed_from:type_name -> google.protobuf.Timestamp
-	13, // 12: steward.v1.ScheduleRun.firing_time:type_name -> google.protobuf.Timestamp
-	4,  // 13: steward.v1.Schedule.spec:type_name -> steward.v1.ScheduleSpec
-	7,  // 14: steward.v1.Schedule.template:type_name -> steward.v1.ScheduleTemplate
-	5,  // 15: steward.v1.Schedule.overlap:type_name -> steward.v1.Overlap
-	6,  // 16: steward.v1.Schedule.catch_up:type_name -> steward.v1.CatchUp
-	2,  // 17: steward.v1.Schedule.status:type_name -> steward.v1.ScheduleStatus
-	13, // 18: steward.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	13, // 19: steward.v1.Schedule.next_firing_time:type_name -> google.protobuf.Timestamp
-	13, // 20: steward.v1.Schedule.due_after:type_name -> google.protobuf.Timestamp
-	9,  // 21: steward.v1.Schedule.recent_firings:type_name -> steward.v1.ScheduleFiring
-	13, // 22: steward.v1.Schedule.queued:type_name -> google.protobuf.Timestamp
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	14, // 5: steward.v1.CatchUp.window:type_name -> google.protobuf.Duration
+	16, // 6: steward.v1.ScheduleTemplate.contract:type_name -> steward.v1.TaskContract
+	9,  // 7: steward.v1.ScheduleTemplate.runs_budget:type_name -> steward.v1.RunsBudget
+	17, // 8: steward.v1.ScheduleTemplate.plan:type_name -> steward.v1.Plan
+	15, // 9: steward.v1.ScheduleFiring.firing_time:type_name -> google.protobuf.Timestamp
+	3,  // 10: steward.v1.ScheduleFiring.disposition:type_name -> steward.v1.FiringDisposition
+	15, // 11: steward.v1.ScheduleFiring.recorded_at:type_name -> google.protobuf.Timestamp
+	15, // 12: steward.v1.ScheduleFiring.missed_from:type_name -> google.protobuf.Timestamp
+	4,  // 13: steward.v1.ScheduleFiring.run_outcome:type_name -> steward.v1.RunOutcome
+	15, // 14: steward.v1.ScheduleRunEnd.firing_time:type_name -> google.protobuf.Timestamp
+	4,  // 15: steward.v1.ScheduleRunEnd.outcome:type_name -> steward.v1.RunOutcome
+	15, // 16: steward.v1.ScheduleRunEnd.ended_at:type_name -> google.protobuf.Timestamp
+	15, // 17: steward.v1.ScheduleRun.firing_time:type_name -> google.protobuf.Timestamp
+	5,  // 18: steward.v1.Schedule.spec:type_name -> steward.v1.ScheduleSpec
+	8,  // 19: steward.v1.Schedule.template:type_name -> steward.v1.ScheduleTemplate
+	6,  // 20: steward.v1.Schedule.overlap:type_name -> steward.v1.Overlap
+	7,  // 21: steward.v1.Schedule.catch_up:type_name -> steward.v1.CatchUp
+	2,  // 22: steward.v1.Schedule.status:type_name -> steward.v1.ScheduleStatus
+	15, // 23: steward.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	15, // 24: steward.v1.Schedule.next_firing_time:type_name -> google.protobuf.Timestamp
+	15, // 25: steward.v1.Schedule.due_after:type_name -> google.protobuf.Timestamp
+	10, // 26: steward.v1.Schedule.recent_firings:type_name -> steward.v1.ScheduleFiring
+	15, // 27: steward.v1.Schedule.queued:type_name -> google.protobuf.Timestamp
+	11, // 28: steward.v1.Schedule.last_run_end:type_name -> steward.v1.ScheduleRunEnd
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_schedule_proto_init() }
@@ -1162,6 +1398,7 @@ func file_steward_v1_schedule_proto_init() {
 		return
 	}
 	file_steward_v1_contract_proto_init()
+	file_steward_v1_plan_proto_init()
 	file_steward_v1_schedule_proto_msgTypes[0].OneofWrappers = []any{
 		(*ScheduleSpec_Cron)(nil),
 		(*ScheduleSpec_Interval)(nil),
@@ -1171,8 +1408,8 @@ func file_steward_v1_schedule_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_schedule_proto_rawDesc), len(file_steward_v1_schedule_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   8,
+			NumEnums:      5,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

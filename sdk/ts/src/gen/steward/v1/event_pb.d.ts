@@ -8,7 +8,7 @@ import type { Duration, Timestamp, Value } from "@bufbuild/protobuf/wkt";
 import type { ContractRevisionDecided, ContractRevisionEvaluated, ContractRevisionProposed } from "./revision_pb.js";
 import type { TaskContract } from "./contract_pb.js";
 import type { Finding, ForkOrigin, NeedsInputCause, SuspendCause, TaskStatus } from "./task_pb.js";
-import type { CatchUp, Overlap, ScheduleFiring, ScheduleRun, ScheduleSpec, ScheduleTemplate } from "./schedule_pb.js";
+import type { CatchUp, Overlap, ScheduleFiring, ScheduleRun, ScheduleRunEnd, ScheduleSpec, ScheduleTemplate } from "./schedule_pb.js";
 import type { Plan, PlanRevision, StepStatus } from "./plan_pb.js";
 import type { Action, ActionPermit, Approval, ApprovalDecision, Outcome, PolicySnapshot, RevalidationReason, SealedSecret, SettleState, SignedApprovalDecision, SignedEvent, SignedPermit, WaitKind } from "./action_pb.js";
 import type { ToolContract } from "./tool_pb.js";
@@ -463,6 +463,12 @@ export declare type Event = Message<"steward.v1.Event"> & {
      */
     value: ScheduleRunStarted;
     case: "scheduleRunStarted";
+  } | {
+    /**
+     * @generated from field: steward.v1.ScheduleRunEnded schedule_run_ended = 101;
+     */
+    value: ScheduleRunEnded;
+    case: "scheduleRunEnded";
   } | {
     /**
      * @generated from field: steward.v1.ObjectiveCreated objective_created = 82;
@@ -2490,6 +2496,26 @@ export declare type ScheduleRunStarted = Message<"steward.v1.ScheduleRunStarted"
  * Use `create(ScheduleRunStartedSchema)` to create a new message.
  */
 export declare const ScheduleRunStartedSchema: GenMessage<ScheduleRunStarted>;
+
+/**
+ * ScheduleRunEnded records how one of the schedule's runs ended (control
+ * plane, reacting to the run's end); its event id derives from the
+ * schedule and the run, so a run's end is recorded once.
+ *
+ * @generated from message steward.v1.ScheduleRunEnded
+ */
+export declare type ScheduleRunEnded = Message<"steward.v1.ScheduleRunEnded"> & {
+  /**
+   * @generated from field: steward.v1.ScheduleRunEnd end = 1;
+   */
+  end?: ScheduleRunEnd | undefined;
+};
+
+/**
+ * Describes the message steward.v1.ScheduleRunEnded.
+ * Use `create(ScheduleRunEndedSchema)` to create a new message.
+ */
+export declare const ScheduleRunEndedSchema: GenMessage<ScheduleRunEnded>;
 
 /**
  * ObjectiveCreated opens an objective on its own chain (control plane,

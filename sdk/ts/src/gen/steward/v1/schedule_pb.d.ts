@@ -6,6 +6,7 @@ import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2"
 import type { Message } from "@bufbuild/protobuf";
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
 import type { TaskContract } from "./contract_pb.js";
+import type { Plan } from "./plan_pb.js";
 
 /**
  * Describes the file steward/v1/schedule.proto.
@@ -143,6 +144,18 @@ export declare type ScheduleTemplate = Message<"steward.v1.ScheduleTemplate"> & 
    * @generated from field: steward.v1.RunsBudget runs_budget = 2;
    */
   runsBudget?: RunsBudget | undefined;
+
+  /**
+   * A plan each run starts with, submitted for it as the creator once the
+   * run has started and holds its credential, as if its agent had
+   * submitted it (SubmitPlan). Checked at creation as SubmitPlan checks a
+   * plan against the template's contract; a run whose plan is refused
+   * then (a tool since withdrawn, a narrower credential) fails, saying
+   * why. None when unset.
+   *
+   * @generated from field: steward.v1.Plan plan = 3;
+   */
+  plan?: Plan | undefined;
 };
 
 /**
@@ -236,6 +249,13 @@ export declare type ScheduleFiring = Message<"steward.v1.ScheduleFiring"> & {
    * @generated from field: string reason = 8;
    */
   reason: string;
+
+  /**
+   * How the firing's run ended; unspecified while it has not.
+   *
+   * @generated from field: steward.v1.RunOutcome run_outcome = 9;
+   */
+  runOutcome: RunOutcome;
 };
 
 /**
@@ -243,6 +263,56 @@ export declare type ScheduleFiring = Message<"steward.v1.ScheduleFiring"> & {
  * Use `create(ScheduleFiringSchema)` to create a new message.
  */
 export declare const ScheduleFiringSchema: GenMessage<ScheduleFiring>;
+
+/**
+ * ScheduleRunEnd is how one run of a schedule ended.
+ *
+ * @generated from message steward.v1.ScheduleRunEnd
+ */
+export declare type ScheduleRunEnd = Message<"steward.v1.ScheduleRunEnd"> & {
+  /**
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp firing_time = 2;
+   */
+  firingTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: steward.v1.RunOutcome outcome = 3;
+   */
+  outcome: RunOutcome;
+
+  /**
+   * The failure's or cancellation's reason.
+   *
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+
+  /**
+   * Cancelled by a later firing of the schedule (cancel_previous): the
+   * overlap policy at work, not announced.
+   *
+   * @generated from field: bool superseded = 5;
+   */
+  superseded: boolean;
+
+  /**
+   * When the run ended.
+   *
+   * @generated from field: google.protobuf.Timestamp ended_at = 6;
+   */
+  endedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message steward.v1.ScheduleRunEnd.
+ * Use `create(ScheduleRunEndSchema)` to create a new message.
+ */
+export declare const ScheduleRunEndSchema: GenMessage<ScheduleRunEnd>;
 
 /**
  * ScheduleRun is where a schedule's run comes from (TaskCreated.schedule_run):
@@ -395,6 +465,30 @@ export declare type Schedule = Message<"steward.v1.Schedule"> & {
    * @generated from field: int64 committed_cost_micros = 19;
    */
   committedCostMicros: bigint;
+
+  /**
+   * How the run of the latest firing to have ended ended.
+   *
+   * @generated from field: steward.v1.ScheduleRunEnd last_run_end = 25;
+   */
+  lastRunEnd?: ScheduleRunEnd | undefined;
+
+  /**
+   * Runs ended, by outcome (schedule.run_ended events).
+   *
+   * @generated from field: uint64 runs_accepted = 26;
+   */
+  runsAccepted: bigint;
+
+  /**
+   * @generated from field: uint64 runs_failed = 27;
+   */
+  runsFailed: bigint;
+
+  /**
+   * @generated from field: uint64 runs_cancelled = 28;
+   */
+  runsCancelled: bigint;
 };
 
 /**
@@ -600,4 +694,40 @@ export enum FiringDisposition {
  * Describes the enum steward.v1.FiringDisposition.
  */
 export declare const FiringDispositionSchema: GenEnum<FiringDisposition>;
+
+/**
+ * RunOutcome is how a schedule's run ended (a task's end: accepted,
+ * failed or cancelled; a run awaiting review has not ended yet).
+ * Its own enum, not TaskStatus: task.proto imports this file.
+ *
+ * @generated from enum steward.v1.RunOutcome
+ */
+export enum RunOutcome {
+  /**
+   * @generated from enum value: RUN_OUTCOME_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: RUN_OUTCOME_ACCEPTED = 1;
+   */
+  ACCEPTED = 1,
+
+  /**
+   * @generated from enum value: RUN_OUTCOME_FAILED = 2;
+   */
+  FAILED = 2,
+
+  /**
+   * Cancelled by a person, or by a later firing (cancel_previous).
+   *
+   * @generated from enum value: RUN_OUTCOME_CANCELLED = 3;
+   */
+  CANCELLED = 3,
+}
+
+/**
+ * Describes the enum steward.v1.RunOutcome.
+ */
+export declare const RunOutcomeSchema: GenEnum<RunOutcome>;
 
