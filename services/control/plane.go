@@ -108,8 +108,10 @@ type Plane struct {
 	now      func() time.Time
 	sub      eventlog.Subscription
 	timerSub timer.Subscription
-	// scheduleSub fires schedules (schedule_fire.go).
+	// scheduleSub fires schedules (schedule_fire.go); startTicks ticks
+	// them once at start (schedule_start.go).
 	scheduleSub timer.Subscription
+	startTicks  startTicks
 	// schedules makes tasks on schedules (schedule.go); runMade, a test
 	// hook, runs between a run's creation and its firing's record.
 	schedules *schedules
@@ -260,6 +262,10 @@ func (p *Plane) Start(ctx context.Context) error {
 		return err
 	}
 	p.sub = sub
+	if p.timers != nil {
+		// Once its quotas read usage: a tick may make runs.
+		p.schedules.tickAll(ctx, &p.startTicks)
+	}
 	return nil
 }
 
@@ -277,6 +283,7 @@ func (p *Plane) Stop() {
 	if p.scheduleSub != nil {
 		p.scheduleSub.Stop()
 	}
+	p.startTicks.wait()
 }
 
 // Services returns the Connect services the plane serves, built with opts.
