@@ -425,3 +425,19 @@ func TestScheduleRunOfAFiringRecordedOtherwise(t *testing.T) {
 		t.Errorf("run %s of a firing recorded skipped ends with %s, want task.cancelled", run, got)
 	}
 }
+
+// TestAPlaneTicksItsSchedulesWhenItStarts: no timer fires (the first is an
+// hour away in real time) and nobody ticks by hand, yet a plane started
+// after its clock passed two firings decides them: a start ticks every
+// schedule, deciding by the plane's clock. (Pause and deletion across a
+// start: e2e's TestSchedulePauseAndDeleteAcrossAKill.)
+func TestAPlaneTicksItsSchedulesWhenItStarts(t *testing.T) {
+	r := newSchedules(t)
+	active := r.create(hourly(stewardv1.CatchUpRule_CATCH_UP_RULE_LAST, 0, stewardv1.OverlapPolicy_OVERLAP_POLICY_SKIP, 0))
+	r.clock.Advance(2*time.Hour + time.Minute)
+	r.restart()
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		got := firings(r.get(active.ScheduleId), 0)
+		return got == "1 missed +1h..+1h, +2h started", got
+	})
+}
