@@ -272,6 +272,7 @@ func (p *Plane) Start(ctx context.Context) error {
 // Stop stops the plane's reactions and the reader of its quotas' usage;
 // RPCs but those that quotas bound keep working until the server stops.
 func (p *Plane) Stop() {
+	p.startTicks.wait() // before the usage its runs' quotas read
 	p.stopUsage()
 	p.usage.reading.Wait()
 	if p.sub != nil {
@@ -283,7 +284,6 @@ func (p *Plane) Stop() {
 	if p.scheduleSub != nil {
 		p.scheduleSub.Stop()
 	}
-	p.startTicks.wait()
 }
 
 // Services returns the Connect services the plane serves, built with opts.

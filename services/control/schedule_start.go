@@ -21,22 +21,68 @@ type startTicks struct {
 	wg   sync.WaitGroup
 }
 
+// startTickTries bounds the rounds of a start's ticks: a schedule whose
+// tick fails for now (a read behind a write, a quota's usage not caught
+// up, a stream electing its leader) is tried again after startTickWait,
+// doubled each round; one that still fails is left to its timer.
+const (
+	startTickTries = 6
+	startTickWait  = time.Second
+)
+
 // tickAll ticks every schedule at the plane's time, in the background
-// until done or stopped; a schedule it cannot tick is left to its timer.
+// until done or stopped.
 func (p *schedules) tickAll(ctx context.Context, st *startTicks) {
 	ctx, st.stop = context.WithCancel(ctx)
 	st.wg.Go(func() {
-		ids, err := p.log.ChainIDs(ctx, event.TypeScheduleCreated)
-		if err != nil {
-			p.logger.Warn("schedules not ticked at start: left to their timers", "err", err)
-			return
-		}
-		for _, id := range ids {
-			if err := p.tickSchedule(ctx, id, time.Time{}, false); err != nil && ctx.Err() == nil {
-				p.logger.Warn("schedule not ticked at start: left to its timer", "schedule", id, "err", err)
+		var ids []string
+		wait := startTickWait
+		for try := range startTickTries {
+			if try > 0 && !sleepCtx(ctx, wait) {
+				return
+			}
+			wait *= 2
+			if ids == nil {
+				all, err := p.log.ChainIDs(ctx, event.TypeScheduleCreated)
+				if err != nil {
+					p.logger.Warn("schedules not ticked at start: tried again", "err", err)
+					continue
+				}
+				ids = all
+			}
+			if ids = p.tickEach(ctx, ids); len(ids) == 0 || ctx.Err() != nil {
+				return
 			}
 		}
+		p.logger.Warn("schedules not ticked at start: left to their timers", "schedules", ids)
 	})
+}
+
+// tickEach ticks schedules ids and returns those whose tick failed.
+func (p *schedules) tickEach(ctx context.Context, ids []string) []string {
+	failed := []string{}
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := p.tickSchedule(ctx, id, time.Time{}, false); err != nil && ctx.Err() == nil {
+			p.logger.Warn("schedule not ticked at start: tried again", "schedule", id, "err", err)
+			failed = append(failed, id)
+		}
+	}
+	return failed
+}
+
+// sleepCtx waits d, or until ctx is done: false then.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // wait stops the ticks and waits for them to end.
