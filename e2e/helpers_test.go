@@ -327,6 +327,15 @@ func startCommand(tb testing.TB, env []string, args ...string) *proc {
 // startCommandOf is startCommand of the binary at bin.
 func startCommandOf(tb testing.TB, bin string, env []string, args ...string) *proc {
 	tb.Helper()
+	p, serving := spawnCommand(tb, bin, env, args...)
+	p.waitServing(tb, serving)
+	return p
+}
+
+// spawnCommand runs bin with args and returns at once, with the channel
+// that brings the address it says it serves at (waitServing).
+func spawnCommand(tb testing.TB, bin string, env []string, args ...string) (*proc, <-chan string) {
+	tb.Helper()
 	cmd := exec.Command(bin, args...)
 	if len(env) > 0 {
 		cmd.Env = append(os.Environ(), env...)
@@ -353,12 +362,17 @@ func startCommandOf(tb testing.TB, bin string, env []string, args ...string) *pr
 			}
 		}
 	}()
+	return p, found
+}
+
+// waitServing waits until p says where it serves.
+func (p *proc) waitServing(tb testing.TB, serving <-chan string) {
+	tb.Helper()
 	select {
-	case p.url = <-found:
+	case p.url = <-serving:
 	case <-time.After(serveWait):
 		tb.Fatalf("steward did not say it was serving within %s", serveWait)
 	}
-	return p
 }
 
 // serveWait bounds how long a started binary may take to serve. A plane

@@ -105,12 +105,22 @@ func (c *clocked) set(at time.Time) {
 }
 
 // start starts the binary with c's arguments (over its data).
-func (c *clocked) start() {
-	c.t.Helper()
-	c.p = startCommandOf(c.t, c.bin, []string{testClockEnv + "=" + c.file}, c.args...)
-	opt := connect.WithInterceptors(asPrincipal("user:ana"))
-	c.clients = newClients(c.p.url, opt)
-	c.schedules = stewardv1connect.NewScheduleServiceClient(&http.Client{Timeout: 30 * time.Second}, c.p.url, opt)
+func (c *clocked) start() { startTogether(c) }
+
+// startTogether starts the children cs at once, then waits until each
+// serves: their starts, and their start ticks, overlap.
+func startTogether(cs ...*clocked) {
+	serving := make([]<-chan string, len(cs))
+	for i, c := range cs {
+		c.t.Helper()
+		c.p, serving[i] = spawnCommand(c.t, c.bin, []string{testClockEnv + "=" + c.file}, c.args...)
+	}
+	for i, c := range cs {
+		c.p.waitServing(c.t, serving[i])
+		opt := connect.WithInterceptors(asPrincipal("user:ana"))
+		c.clients = newClients(c.p.url, opt)
+		c.schedules = stewardv1connect.NewScheduleServiceClient(&http.Client{Timeout: 30 * time.Second}, c.p.url, opt)
+	}
 }
 
 // sibling is a second child of the tagged binary with args, under c's
@@ -450,16 +460,19 @@ func TestScheduleDaylightSavingAcrossAKill(t *testing.T) {
 
 // TestScheduleTwoControlPlanesAcrossAKill: `steward dev` and a second
 // control plane (`steward serve --plane control` on its NATS) share the
-// schedules' timers and log. Both are killed after the first firings and
-// started again three intervals later: each ticks every schedule as it
-// starts, and the last fired timers come again (their acks went with the
-// kill), yet each firing has one record and one run.
+// schedules' timers and log. Both are killed after the first firings;
+// dev comes back before the clock moves (nothing due), then the clock
+// moves three intervals and two control planes start at once, each
+// ticking every schedule as it starts (and dev, were a timer whose ack
+// went with the kill delivered again): yet each firing has one record and
+// one run.
 func TestScheduleTwoControlPlanesAcrossAKill(t *testing.T) {
 	t0 := firstRunByTimer()
 	listen := stewardtest.FreeAddr(t)
 	dev := startClocked(t, t0, "--nats-listen", listen)
-	second := dev.sibling("serve", "--plane", "control", "--nats", "nats://"+listen, "--nats-nkey", filepath.Join(dev.data, "nats", "control.nk"),
-		"--addr", "127.0.0.1:0", "--log-level", "warn", "--insecure")
+	args := []string{"serve", "--plane", "control", "--nats", "nats://" + listen, "--nats-nkey", filepath.Join(dev.data, "nats", "control.nk"),
+		"--addr", "127.0.0.1:0", "--log-level", "warn", "--insecure"}
+	second, third := dev.sibling(args...), dev.sibling(args...)
 	second.start()
 	var ss []*stewardv1.Schedule
 	for i := range 4 {
@@ -467,10 +480,11 @@ func TestScheduleTwoControlPlanesAcrossAKill(t *testing.T) {
 		ss = append(ss, on.startFirstRun(hourly(stewardv1.CatchUpRule_CATCH_UP_RULE_LAST, 0, stewardv1.OverlapPolicy_OVERLAP_POLICY_CANCEL_PREVIOUS, 0)))
 	}
 	second.p.kill()
-	dev.killAt(t0.Add(3*time.Hour + 20*time.Minute))
-	second.start()
+	dev.killAt(t0)
+	dev.set(t0.Add(3*time.Hour + 20*time.Minute))
+	startTogether(second, third)
 	for i, s := range ss {
-		ss[i] = []*clocked{dev, second}[i%2].waitFirings(s.ScheduleId, "+1h started, 1 missed +2h..+2h, +3h cancelled_previous", stewardtest.HoursAfter(t0))
+		ss[i] = []*clocked{dev, second, third}[i%3].waitFirings(s.ScheduleId, "+1h started, 1 missed +2h..+2h, +3h cancelled_previous", stewardtest.HoursAfter(t0))
 	}
 	dev.oneTaskPerRun(ss...)
 }
