@@ -1,7 +1,9 @@
 package control
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -54,21 +56,30 @@ func (p *schedules) tickAll(ctx context.Context, st *startTicks) {
 				return
 			}
 		}
-		p.logger.Warn("schedules not ticked at start: left to their timers", "schedules", ids)
+		if ids == nil {
+			p.logger.Warn("schedules not listed at start: left to their timers")
+			return
+		}
+		p.logger.Warn("schedules not ticked at start: left to their timers", "schedules", len(ids))
 	})
 }
 
-// tickEach ticks schedules ids and returns those whose tick failed.
+// tickEach ticks schedules ids and returns those whose tick failed, with
+// one warning a round however many failed (the log unreachable fails all).
 func (p *schedules) tickEach(ctx context.Context, ids []string) []string {
 	failed := []string{}
+	var first error
 	for _, id := range ids {
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err := p.tickSchedule(ctx, id, time.Time{}, false); err != nil && ctx.Err() == nil {
-			p.logger.Warn("schedule not ticked at start: tried again", "schedule", id, "err", err)
+			first = cmp.Or(first, fmt.Errorf("schedule %s: %w", id, err))
 			failed = append(failed, id)
 		}
+	}
+	if first != nil {
+		p.logger.Warn("schedules not ticked at start: tried again", "schedules", len(failed), "first", first)
 	}
 	return failed
 }
