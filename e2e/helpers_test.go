@@ -28,8 +28,8 @@ import (
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
-// binary is the steward binary built once for the package.
-var binary string
+// binary is the steward binary built once for the package, in buildDir.
+var binary, buildDir string
 
 func TestMain(m *testing.M) {
 	// A cluster node the cluster tests run in a process of its own is this
@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	buildDir = dir
 	binary = filepath.Join(dir, "steward")
 	build := exec.Command("go", "build", "-o", binary, "../cmd/steward")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
@@ -320,7 +321,22 @@ func openUnlessAuth(flags []string) []string {
 // it serves.
 func startCommand(tb testing.TB, env []string, args ...string) *proc {
 	tb.Helper()
-	cmd := exec.Command(binary, args...)
+	return startCommandOf(tb, binary, env, args...)
+}
+
+// startCommandOf is startCommand of the binary at bin.
+func startCommandOf(tb testing.TB, bin string, env []string, args ...string) *proc {
+	tb.Helper()
+	p, serving := spawnCommand(tb, bin, env, args...)
+	p.waitServing(tb, serving)
+	return p
+}
+
+// spawnCommand runs bin with args and returns at once, with the channel
+// that brings the address it says it serves at (waitServing).
+func spawnCommand(tb testing.TB, bin string, env []string, args ...string) (*proc, <-chan string) {
+	tb.Helper()
+	cmd := exec.Command(bin, args...)
 	if len(env) > 0 {
 		cmd.Env = append(os.Environ(), env...)
 	}
@@ -346,12 +362,17 @@ func startCommand(tb testing.TB, env []string, args ...string) *proc {
 			}
 		}
 	}()
+	return p, found
+}
+
+// waitServing waits until p says where it serves.
+func (p *proc) waitServing(tb testing.TB, serving <-chan string) {
+	tb.Helper()
 	select {
-	case p.url = <-found:
+	case p.url = <-serving:
 	case <-time.After(serveWait):
 		tb.Fatalf("steward did not say it was serving within %s", serveWait)
 	}
-	return p
 }
 
 // serveWait bounds how long a started binary may take to serve. A plane

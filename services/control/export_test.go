@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/schedule"
@@ -132,4 +135,33 @@ func (p *Plane) RecordFiring(ctx context.Context, id string, f time.Time, d stew
 		return err
 	}
 	return p.schedules.fire(ctx, l, schedule.Decision{Firing: f, Disposition: d, Reason: "another tick decided so"})
+}
+
+// RecordRunNotMade records firing f of schedule id as started by its run,
+// and does not make the run: a read of the run behind the record sees no
+// run yet. It returns the run's id.
+func (p *Plane) RecordRunNotMade(ctx context.Context, id string, f time.Time) (string, error) {
+	l, err := p.schedules.loadSchedule(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	taskID := schedule.RunTaskID(id, f)
+	ev, err := p.event(event.Meta{ID: schedule.FiredEventID(id, "fired", f), TaskID: id, Actor: p.actor(l.s.Creator)}, &stewardv1.ScheduleFired{Firing: &stewardv1.ScheduleFiring{
+		FiringTime: timestamppb.New(f), Disposition: stewardv1.FiringDisposition_FIRING_DISPOSITION_STARTED, TaskId: taskID,
+	}})
+	if err != nil {
+		return "", err
+	}
+	_, err = p.log.Append(ctx, l.head, ev)
+	return taskID, err
+}
+
+// MakeRun makes the run of schedule id's firing f, and records nothing.
+func (p *Plane) MakeRun(ctx context.Context, id string, f time.Time) error {
+	l, err := p.schedules.loadSchedule(ctx, id)
+	if err != nil {
+		return err
+	}
+	_, err = p.schedules.createRun(ctx, l.s, f)
+	return err
 }

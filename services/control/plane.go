@@ -108,8 +108,10 @@ type Plane struct {
 	now      func() time.Time
 	sub      eventlog.Subscription
 	timerSub timer.Subscription
-	// scheduleSub fires schedules (schedule_fire.go).
+	// scheduleSub fires schedules (schedule_fire.go); startTicks ticks
+	// them once at start (schedule_start.go).
 	scheduleSub timer.Subscription
+	startTicks  startTicks
 	// schedules makes tasks on schedules (schedule.go); runMade, a test
 	// hook, runs between a run's creation and its firing's record.
 	schedules *schedules
@@ -270,12 +272,17 @@ func (p *Plane) Start(ctx context.Context) error {
 		return err
 	}
 	p.sub = sub
+	if p.timers != nil {
+		// Once its quotas read usage: a tick may make runs.
+		p.schedules.tickAll(ctx, &p.startTicks)
+	}
 	return nil
 }
 
 // Stop stops the plane's reactions and the reader of its quotas' usage;
 // RPCs but those that quotas bound keep working until the server stops.
 func (p *Plane) Stop() {
+	p.startTicks.wait() // before the usage its runs' quotas read
 	p.stopUsage()
 	p.usage.reading.Wait()
 	if p.sub != nil {

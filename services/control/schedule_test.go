@@ -3,8 +3,6 @@ package control_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,16 +24,7 @@ import (
 // the real timer fire.
 
 func hourly(rule stewardv1.CatchUpRule, window time.Duration, policy stewardv1.OverlapPolicy, queue uint32) *stewardv1.CreateScheduleRequest {
-	req := &stewardv1.CreateScheduleRequest{
-		Spec:     &stewardv1.ScheduleSpec{Every: &stewardv1.ScheduleSpec_Interval{Interval: durationpb.New(time.Hour)}},
-		Template: &stewardv1.ScheduleTemplate{Contract: validRequest("").Contract},
-		CatchUp:  &stewardv1.CatchUp{Rule: rule},
-		Overlap:  &stewardv1.Overlap{Policy: policy, QueueLimit: queue},
-	}
-	if window > 0 {
-		req.CatchUp.Window = durationpb.New(window)
-	}
-	return req
+	return stewardtest.HourlySchedule(validRequest("").Contract, rule, window, policy, queue)
 }
 
 // schedules is a control plane harness with schedule helpers.
@@ -89,42 +78,20 @@ func (r *schedules) restart() {
 	r.start(r.t)
 }
 
-// firings renders s's firings after its first n, in hours after created:
-// "+2h started", "3 missed +2h..+4h".
+// firings renders s's firings after its first skip, in hours after
+// created: "+2h started", "3 missed +2h..+4h".
 func firings(s *stewardv1.Schedule, skip int) string {
-	created := s.CreatedAt.AsTime()
-	h := func(ts *timestamppb.Timestamp) string {
-		return fmt.Sprintf("+%gh", ts.AsTime().Sub(created).Round(time.Minute).Hours())
-	}
-	var out []string
-	for _, f := range s.RecentFirings[skip:] {
-		d := strings.ToLower(strings.TrimPrefix(f.Disposition.String(), "FIRING_DISPOSITION_"))
-		if f.MissedCount > 0 {
-			out = append(out, fmt.Sprintf("%d missed %s..%s", f.MissedCount, h(f.MissedFrom), h(f.FiringTime)))
-			continue
-		}
-		out = append(out, h(f.FiringTime)+" "+d)
-	}
-	return strings.Join(out, ", ")
+	return stewardtest.Firings(s.RecentFirings[skip:], stewardtest.HoursAfter(s.CreatedAt.AsTime()))
 }
 
 // TestScheduleCatchUpAcrossRestart: a first run, then the plane stops for
 // longer than five intervals; a new plane's tick does what the catch-up
 // rule says, and again makes nothing more.
 func TestScheduleCatchUpAcrossRestart(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		rule   stewardv1.CatchUpRule
-		window time.Duration
-		want   string
-	}{
-		{"none", stewardv1.CatchUpRule_CATCH_UP_RULE_NONE, 0, "5 missed +2h..+6h"},
-		{"last", stewardv1.CatchUpRule_CATCH_UP_RULE_LAST, 0, "4 missed +2h..+5h, +6h started"},
-		{"all within 2h30m", stewardv1.CatchUpRule_CATCH_UP_RULE_ALL_WITHIN, 150 * time.Minute, "2 missed +2h..+3h, +4h started, +5h skipped, +6h skipped"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range stewardtest.CatchUpCases() {
+		t.Run(tc.Name, func(t *testing.T) {
 			r := newSchedules(t)
-			s := r.create(hourly(tc.rule, tc.window, stewardv1.OverlapPolicy_OVERLAP_POLICY_SKIP, 0))
+			s := r.create(hourly(tc.Rule, tc.Window, stewardv1.OverlapPolicy_OVERLAP_POLICY_SKIP, 0))
 			s = r.tick(s.ScheduleId, time.Hour)
 			if got := firings(s, 0); got != "+1h started" {
 				t.Fatalf("first firing: %s", got)
@@ -135,8 +102,8 @@ func TestScheduleCatchUpAcrossRestart(t *testing.T) {
 			r.waitRunEnds(s.ScheduleId, 1) // recorded, it moves the sequence no more
 			r.restart()
 			s = r.tick(s.ScheduleId, 5*time.Hour+20*time.Minute)
-			if got := firings(s, 1); got != tc.want {
-				t.Fatalf("after the downtime: %q, want %q", got, tc.want)
+			if got := firings(s, 1); got != tc.Want {
+				t.Fatalf("after the downtime: %q, want %q", got, tc.Want)
 			}
 			again := r.tick(s.ScheduleId, 0)
 			if again.LastSequence != s.LastSequence || again.RunsStarted != s.RunsStarted {
@@ -458,4 +425,20 @@ func TestScheduleRunOfAFiringRecordedOtherwise(t *testing.T) {
 	if got := recs[len(recs)-1].Event.Type; got != "task.cancelled" {
 		t.Errorf("run %s of a firing recorded skipped ends with %s, want task.cancelled", run, got)
 	}
+}
+
+// TestAPlaneTicksItsSchedulesWhenItStarts: no timer fires (the first is an
+// hour away in real time) and nobody ticks by hand, yet a plane started
+// after its clock passed two firings decides them: a start ticks every
+// schedule, deciding by the plane's clock. (Pause and deletion across a
+// start: e2e's TestSchedulePauseAndDeleteAcrossAKill.)
+func TestAPlaneTicksItsSchedulesWhenItStarts(t *testing.T) {
+	r := newSchedules(t)
+	active := r.create(hourly(stewardv1.CatchUpRule_CATCH_UP_RULE_LAST, 0, stewardv1.OverlapPolicy_OVERLAP_POLICY_SKIP, 0))
+	r.clock.Advance(2*time.Hour + time.Minute)
+	r.restart()
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		got := firings(r.get(active.ScheduleId), 0)
+		return got == "1 missed +1h..+1h, +2h started", got
+	})
 }

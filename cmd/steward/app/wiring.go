@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,12 +62,13 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 	// A control plane beside a state plane answers ProposeAction with
 	// wait from the state plane's views, which is built after it.
 	outcomes := &localOutcomes{}
+	now := processClock() // one clock for every plane
 	for _, name := range want {
 		ps := st.As(name)
 		log, tools, requests, results, timers := ps.Log, ps.Tools, ps.Requests, ps.Results, ps.Timers
 		switch name {
 		case control.PlaneName:
-			planes = append(planes, control.New(log, m.logger, control.Config{Tasks: ps.Tasks, Tools: tools, Requests: requests, Results: results, Secrets: sealer, Timers: timers, Quotas: m.Quotas.Quotas, Outcomes: outcomes.of(want)}))
+			planes = append(planes, control.New(log, m.logger, control.Config{Tasks: ps.Tasks, Tools: tools, Requests: requests, Results: results, Secrets: sealer, Timers: timers, Quotas: m.Quotas.Quotas, Outcomes: outcomes.of(want), Now: now}))
 		case governance.PlaneName:
 			engine, err := policy.Load(ctx, m.PolicyDir)
 			if err != nil {
@@ -92,21 +94,21 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 			planes = append(planes, governance.New(log, m.logger, governance.Config{
 				Tasks: ps.Tasks, Engine: engine, Tools: tools, Requests: requests, Timers: timers,
 				Signer: signer, TrustedKeys: trusted, CredentialTTL: m.CredentialTTL, PermitTTL: m.PermitTTL,
-				Digest: sealer.Digest, Policy: ps.Policy,
+				Digest: sealer.Digest, Policy: ps.Policy, Now: now,
 			}))
 		case execution.PlaneName:
-			p, err := m.executionPlane(ctx, js, log, ps.Tasks, tools, requests, results, timers)
+			p, err := m.executionPlane(ctx, js, log, ps.Tasks, tools, requests, results, timers, now)
 			if err != nil {
 				return nil, err
 			}
 			planes = append(planes, p)
 		case state.PlaneName:
 			if m.NotifyFile != "" {
-				if m.notifier, err = notify.New(notify.Config{Log: log, Tasks: ps.Tasks, File: m.NotifyFile, Logger: m.logger}); err != nil {
+				if m.notifier, err = notify.New(notify.Config{Log: log, Tasks: ps.Tasks, File: m.NotifyFile, Logger: m.logger, Now: now}); err != nil {
 					return nil, fmt.Errorf("--notify: %w", err)
 				}
 			}
-			outcomes.state = state.New(log, m.logger, m.Stall.config(state.Config{Tasks: ps.Tasks, Results: results, Requests: requests, Policy: ps.Policy, Digest: sealer.Digest, Notify: m.notifier}))
+			outcomes.state = state.New(log, m.logger, m.Stall.config(state.Config{Tasks: ps.Tasks, Results: results, Requests: requests, Policy: ps.Policy, Digest: sealer.Digest, Notify: m.notifier, Now: now}))
 			planes = append(planes, outcomes.state)
 		}
 	}
@@ -206,7 +208,7 @@ func (m *Server) secretSealer() (*secret.Sealer, error) {
 	return m.sealer, nil
 }
 
-func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log *eventlog.Log, tasks *taskstore.Store, tools *toolreg.Registry, requests, results *action.Store, timers *timer.Timers) (*execution.Plane, error) {
+func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log *eventlog.Log, tasks *taskstore.Store, tools *toolreg.Registry, requests, results *action.Store, timers *timer.Timers, now func() time.Time) (*execution.Plane, error) {
 	kv := bucket.Config{Name: ToolKVBucket, Description: "records written by the kv.append built-in tool", Replicas: m.Replicas, WriteOnce: true, Logger: m.logger}
 	if w, ok := m.writers[execution.PlaneName]; ok {
 		// steward dev: js is its NATS's admin, which makes an older
@@ -270,6 +272,7 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 		Egress:        egress.New(egress.Config{Allow: m.EgressAllow, Self: egress.Listeners(m.Addr, m.NATSListen)}),
 		ReservedTools: m.ReservedTools,
 		HTTPOptions:   httpOpts,
+		Now:           now,
 	})
 	if err != nil {
 		return nil, err
