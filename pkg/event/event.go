@@ -108,6 +108,9 @@ const (
 	TypeScheduleDeleted    = "schedule.deleted"
 	TypeScheduleFired      = "schedule.fired"
 	TypeScheduleRunStarted = "schedule.run_started"
+	// The schedule's own credential, which its runs' are delegated from.
+	TypeScheduleCredentialIssued  = "schedule.credential_issued"
+	TypeScheduleCredentialRevoked = "schedule.credential_revoked"
 	// An objective's events live on its own chain (eventlog.ChainPrefix).
 	TypeObjectiveCreated   = "objective.created"
 	TypeObjectiveClosed    = "objective.closed"
@@ -224,6 +227,8 @@ var typeNames = map[protoreflect.Name]string{
 	"schedule_deleted":            TypeScheduleDeleted,
 	"schedule_fired":              TypeScheduleFired,
 	"schedule_run_started":        TypeScheduleRunStarted,
+	"schedule_credential_issued":  TypeScheduleCredentialIssued,
+	"schedule_credential_revoked": TypeScheduleCredentialRevoked,
 	"objective_created":           TypeObjectiveCreated,
 	"objective_closed":            TypeObjectiveClosed,
 	"objective_task_added":        TypeObjectiveTaskAdded,

@@ -162,6 +162,8 @@ type Event struct {
 	//	*Event_ScheduleDeleted
 	//	*Event_ScheduleFired
 	//	*Event_ScheduleRunStarted
+	//	*Event_ScheduleCredentialIssued
+	//	*Event_ScheduleCredentialRevoked
 	//	*Event_ObjectiveCreated
 	//	*Event_ObjectiveClosed
 	//	*Event_ObjectiveTaskAdded
@@ -830,6 +832,24 @@ func (x *Event) GetScheduleRunStarted() *ScheduleRunStarted {
 	return nil
 }
 
+func (x *Event) GetScheduleCredentialIssued() *ScheduleCredentialIssued {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ScheduleCredentialIssued); ok {
+			return x.ScheduleCredentialIssued
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetScheduleCredentialRevoked() *ScheduleCredentialRevoked {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ScheduleCredentialRevoked); ok {
+			return x.ScheduleCredentialRevoked
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetObjectiveCreated() *ObjectiveCreated {
 	if x != nil {
 		if x, ok := x.Payload.(*Event_ObjectiveCreated); ok {
@@ -1116,6 +1136,14 @@ type Event_ScheduleRunStarted struct {
 	ScheduleRunStarted *ScheduleRunStarted `protobuf:"bytes,93,opt,name=schedule_run_started,json=scheduleRunStarted,proto3,oneof"`
 }
 
+type Event_ScheduleCredentialIssued struct {
+	ScheduleCredentialIssued *ScheduleCredentialIssued `protobuf:"bytes,94,opt,name=schedule_credential_issued,json=scheduleCredentialIssued,proto3,oneof"`
+}
+
+type Event_ScheduleCredentialRevoked struct {
+	ScheduleCredentialRevoked *ScheduleCredentialRevoked `protobuf:"bytes,95,opt,name=schedule_credential_revoked,json=scheduleCredentialRevoked,proto3,oneof"`
+}
+
 type Event_ObjectiveCreated struct {
 	ObjectiveCreated *ObjectiveCreated `protobuf:"bytes,82,opt,name=objective_created,json=objectiveCreated,proto3,oneof"`
 }
@@ -1251,6 +1279,10 @@ func (*Event_ScheduleDeleted) isEvent_Payload() {}
 func (*Event_ScheduleFired) isEvent_Payload() {}
 
 func (*Event_ScheduleRunStarted) isEvent_Payload() {}
+
+func (*Event_ScheduleCredentialIssued) isEvent_Payload() {}
+
+func (*Event_ScheduleCredentialRevoked) isEvent_Payload() {}
 
 func (*Event_ObjectiveCreated) isEvent_Payload() {}
 
@@ -5214,6 +5246,119 @@ func (x *ScheduleRunStarted) GetReason() string {
 	return ""
 }
 
+// ScheduleCredentialIssued records a schedule's signed credential
+// (governance plane, on the schedule's chain): issued for its creator when
+// it is created, bounded by its template contract, and re-issued with a
+// later expiry (renewal_reason set) as the schedule runs. Each run's
+// credential is delegated from it (docs/schedules.md, "Credential").
+type ScheduleCredentialIssued struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Credential *SignedCredential      `protobuf:"bytes,1,opt,name=credential,proto3" json:"credential,omitempty"`
+	// Set when this re-issues the credential with a later expiry: why.
+	RenewalReason string `protobuf:"bytes,2,opt,name=renewal_reason,json=renewalReason,proto3" json:"renewal_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleCredentialIssued) Reset() {
+	*x = ScheduleCredentialIssued{}
+	mi := &file_steward_v1_event_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleCredentialIssued) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleCredentialIssued) ProtoMessage() {}
+
+func (x *ScheduleCredentialIssued) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleCredentialIssued.ProtoReflect.Descriptor instead.
+func (*ScheduleCredentialIssued) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *ScheduleCredentialIssued) GetCredential() *SignedCredential {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
+}
+
+func (x *ScheduleCredentialIssued) GetRenewalReason() string {
+	if x != nil {
+		return x.RenewalReason
+	}
+	return ""
+}
+
+// ScheduleCredentialRevoked withdraws a schedule's credential (governance
+// plane): the schedule stops (REVOKED), no firing makes a run since, and
+// no run delegated from it may act further.
+type ScheduleCredentialRevoked struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CredentialId  string                 `protobuf:"bytes,1,opt,name=credential_id,json=credentialId,proto3" json:"credential_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleCredentialRevoked) Reset() {
+	*x = ScheduleCredentialRevoked{}
+	mi := &file_steward_v1_event_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleCredentialRevoked) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleCredentialRevoked) ProtoMessage() {}
+
+func (x *ScheduleCredentialRevoked) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleCredentialRevoked.ProtoReflect.Descriptor instead.
+func (*ScheduleCredentialRevoked) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *ScheduleCredentialRevoked) GetCredentialId() string {
+	if x != nil {
+		return x.CredentialId
+	}
+	return ""
+}
+
+func (x *ScheduleCredentialRevoked) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // ObjectiveCreated opens an objective on its own chain (control plane,
 // TaskService.CreateObjective).
 type ObjectiveCreated struct {
@@ -5225,7 +5370,7 @@ type ObjectiveCreated struct {
 
 func (x *ObjectiveCreated) Reset() {
 	*x = ObjectiveCreated{}
-	mi := &file_steward_v1_event_proto_msgTypes[62]
+	mi := &file_steward_v1_event_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5237,7 +5382,7 @@ func (x *ObjectiveCreated) String() string {
 func (*ObjectiveCreated) ProtoMessage() {}
 
 func (x *ObjectiveCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[62]
+	mi := &file_steward_v1_event_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5250,7 +5395,7 @@ func (x *ObjectiveCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectiveCreated.ProtoReflect.Descriptor instead.
 func (*ObjectiveCreated) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{62}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ObjectiveCreated) GetObjective() *Objective {
@@ -5272,7 +5417,7 @@ type ObjectiveClosed struct {
 
 func (x *ObjectiveClosed) Reset() {
 	*x = ObjectiveClosed{}
-	mi := &file_steward_v1_event_proto_msgTypes[63]
+	mi := &file_steward_v1_event_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5284,7 +5429,7 @@ func (x *ObjectiveClosed) String() string {
 func (*ObjectiveClosed) ProtoMessage() {}
 
 func (x *ObjectiveClosed) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[63]
+	mi := &file_steward_v1_event_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5297,7 +5442,7 @@ func (x *ObjectiveClosed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectiveClosed.ProtoReflect.Descriptor instead.
 func (*ObjectiveClosed) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{63}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ObjectiveClosed) GetStatus() ObjectiveStatus {
@@ -5329,7 +5474,7 @@ type ObjectiveTaskAdded struct {
 
 func (x *ObjectiveTaskAdded) Reset() {
 	*x = ObjectiveTaskAdded{}
-	mi := &file_steward_v1_event_proto_msgTypes[64]
+	mi := &file_steward_v1_event_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5341,7 +5486,7 @@ func (x *ObjectiveTaskAdded) String() string {
 func (*ObjectiveTaskAdded) ProtoMessage() {}
 
 func (x *ObjectiveTaskAdded) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[64]
+	mi := &file_steward_v1_event_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5354,7 +5499,7 @@ func (x *ObjectiveTaskAdded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectiveTaskAdded.ProtoReflect.Descriptor instead.
 func (*ObjectiveTaskAdded) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{64}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ObjectiveTaskAdded) GetTaskId() string {
@@ -5383,7 +5528,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x1asteward/v1/objective.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x19steward/v1/schedule.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xef'\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x1asteward/v1/objective.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x19steward/v1/schedule.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xbe)\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -5458,7 +5603,9 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x10schedule_resumed\x18Z \x01(\v2\x1b.steward.v1.ScheduleResumedH\x00R\x0fscheduleResumed\x12H\n" +
 	"\x10schedule_deleted\x18[ \x01(\v2\x1b.steward.v1.ScheduleDeletedH\x00R\x0fscheduleDeleted\x12B\n" +
 	"\x0eschedule_fired\x18\\ \x01(\v2\x19.steward.v1.ScheduleFiredH\x00R\rscheduleFired\x12R\n" +
-	"\x14schedule_run_started\x18] \x01(\v2\x1e.steward.v1.ScheduleRunStartedH\x00R\x12scheduleRunStarted\x12K\n" +
+	"\x14schedule_run_started\x18] \x01(\v2\x1e.steward.v1.ScheduleRunStartedH\x00R\x12scheduleRunStarted\x12d\n" +
+	"\x1aschedule_credential_issued\x18^ \x01(\v2$.steward.v1.ScheduleCredentialIssuedH\x00R\x18scheduleCredentialIssued\x12g\n" +
+	"\x1bschedule_credential_revoked\x18_ \x01(\v2%.steward.v1.ScheduleCredentialRevokedH\x00R\x19scheduleCredentialRevoked\x12K\n" +
 	"\x11objective_created\x18R \x01(\v2\x1c.steward.v1.ObjectiveCreatedH\x00R\x10objectiveCreated\x12H\n" +
 	"\x10objective_closed\x18S \x01(\v2\x1b.steward.v1.ObjectiveClosedH\x00R\x0fobjectiveClosed\x12R\n" +
 	"\x14objective_task_added\x18T \x01(\v2\x1e.steward.v1.ObjectiveTaskAddedH\x00R\x12objectiveTaskAdded\x12\x12\n" +
@@ -5743,7 +5890,15 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\vfiring_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"firingTime\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"G\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x7f\n" +
+	"\x18ScheduleCredentialIssued\x12<\n" +
+	"\n" +
+	"credential\x18\x01 \x01(\v2\x1c.steward.v1.SignedCredentialR\n" +
+	"credential\x12%\n" +
+	"\x0erenewal_reason\x18\x02 \x01(\tR\rrenewalReason\"X\n" +
+	"\x19ScheduleCredentialRevoked\x12#\n" +
+	"\rcredential_id\x18\x01 \x01(\tR\fcredentialId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"G\n" +
 	"\x10ObjectiveCreated\x123\n" +
 	"\tobjective\x18\x01 \x01(\v2\x15.steward.v1.ObjectiveR\tobjective\"^\n" +
 	"\x0fObjectiveClosed\x123\n" +
@@ -5777,7 +5932,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_steward_v1_event_proto_goTypes = []any{
 	(BreakerState)(0),                 // 0: steward.v1.BreakerState
 	(*Event)(nil),                     // 1: steward.v1.Event
@@ -5842,55 +5997,57 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*ScheduleDeleted)(nil),           // 60: steward.v1.ScheduleDeleted
 	(*ScheduleFired)(nil),             // 61: steward.v1.ScheduleFired
 	(*ScheduleRunStarted)(nil),        // 62: steward.v1.ScheduleRunStarted
-	(*ObjectiveCreated)(nil),          // 63: steward.v1.ObjectiveCreated
-	(*ObjectiveClosed)(nil),           // 64: steward.v1.ObjectiveClosed
-	(*ObjectiveTaskAdded)(nil),        // 65: steward.v1.ObjectiveTaskAdded
-	(*timestamppb.Timestamp)(nil),     // 66: google.protobuf.Timestamp
-	(*ContractRevisionProposed)(nil),  // 67: steward.v1.ContractRevisionProposed
-	(*ContractRevisionEvaluated)(nil), // 68: steward.v1.ContractRevisionEvaluated
-	(*ContractRevisionDecided)(nil),   // 69: steward.v1.ContractRevisionDecided
-	(*TaskContract)(nil),              // 70: steward.v1.TaskContract
-	(*ForkOrigin)(nil),                // 71: steward.v1.ForkOrigin
-	(*ScheduleRun)(nil),               // 72: steward.v1.ScheduleRun
-	(TaskStatus)(0),                   // 73: steward.v1.TaskStatus
-	(NeedsInputCause)(0),              // 74: steward.v1.NeedsInputCause
-	(*Finding)(nil),                   // 75: steward.v1.Finding
-	(*Plan)(nil),                      // 76: steward.v1.Plan
-	(*PlanRevision)(nil),              // 77: steward.v1.PlanRevision
-	(*SealedSecret)(nil),              // 78: steward.v1.SealedSecret
-	(*PolicySnapshot)(nil),            // 79: steward.v1.PolicySnapshot
-	(*SignedEvent)(nil),               // 80: steward.v1.SignedEvent
-	(StepStatus)(0),                   // 81: steward.v1.StepStatus
-	(*structpb.Value)(nil),            // 82: google.protobuf.Value
-	(SuspendCause)(0),                 // 83: steward.v1.SuspendCause
-	(*Action)(nil),                    // 84: steward.v1.Action
-	(*Approval)(nil),                  // 85: steward.v1.Approval
-	(ApprovalDecision)(0),             // 86: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil),    // 87: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),              // 88: steward.v1.ActionPermit
-	(*SignedPermit)(nil),              // 89: steward.v1.SignedPermit
-	(*Outcome)(nil),                   // 90: steward.v1.Outcome
-	(WaitKind)(0),                     // 91: steward.v1.WaitKind
-	(SettleState)(0),                  // 92: steward.v1.SettleState
-	(RevalidationReason)(0),           // 93: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),       // 94: google.protobuf.Duration
-	(*ToolContract)(nil),              // 95: steward.v1.ToolContract
-	(*SignedCredential)(nil),          // 96: steward.v1.SignedCredential
-	(*Artifact)(nil),                  // 97: steward.v1.Artifact
-	(*CriterionResult)(nil),           // 98: steward.v1.CriterionResult
-	(*ExecutionReport)(nil),           // 99: steward.v1.ExecutionReport
-	(*Decision)(nil),                  // 100: steward.v1.Decision
-	(*ContextItem)(nil),               // 101: steward.v1.ContextItem
-	(*ScheduleSpec)(nil),              // 102: steward.v1.ScheduleSpec
-	(*ScheduleTemplate)(nil),          // 103: steward.v1.ScheduleTemplate
-	(*Overlap)(nil),                   // 104: steward.v1.Overlap
-	(*CatchUp)(nil),                   // 105: steward.v1.CatchUp
-	(*ScheduleFiring)(nil),            // 106: steward.v1.ScheduleFiring
-	(*Objective)(nil),                 // 107: steward.v1.Objective
-	(ObjectiveStatus)(0),              // 108: steward.v1.ObjectiveStatus
+	(*ScheduleCredentialIssued)(nil),  // 63: steward.v1.ScheduleCredentialIssued
+	(*ScheduleCredentialRevoked)(nil), // 64: steward.v1.ScheduleCredentialRevoked
+	(*ObjectiveCreated)(nil),          // 65: steward.v1.ObjectiveCreated
+	(*ObjectiveClosed)(nil),           // 66: steward.v1.ObjectiveClosed
+	(*ObjectiveTaskAdded)(nil),        // 67: steward.v1.ObjectiveTaskAdded
+	(*timestamppb.Timestamp)(nil),     // 68: google.protobuf.Timestamp
+	(*ContractRevisionProposed)(nil),  // 69: steward.v1.ContractRevisionProposed
+	(*ContractRevisionEvaluated)(nil), // 70: steward.v1.ContractRevisionEvaluated
+	(*ContractRevisionDecided)(nil),   // 71: steward.v1.ContractRevisionDecided
+	(*TaskContract)(nil),              // 72: steward.v1.TaskContract
+	(*ForkOrigin)(nil),                // 73: steward.v1.ForkOrigin
+	(*ScheduleRun)(nil),               // 74: steward.v1.ScheduleRun
+	(TaskStatus)(0),                   // 75: steward.v1.TaskStatus
+	(NeedsInputCause)(0),              // 76: steward.v1.NeedsInputCause
+	(*Finding)(nil),                   // 77: steward.v1.Finding
+	(*Plan)(nil),                      // 78: steward.v1.Plan
+	(*PlanRevision)(nil),              // 79: steward.v1.PlanRevision
+	(*SealedSecret)(nil),              // 80: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),            // 81: steward.v1.PolicySnapshot
+	(*SignedEvent)(nil),               // 82: steward.v1.SignedEvent
+	(StepStatus)(0),                   // 83: steward.v1.StepStatus
+	(*structpb.Value)(nil),            // 84: google.protobuf.Value
+	(SuspendCause)(0),                 // 85: steward.v1.SuspendCause
+	(*Action)(nil),                    // 86: steward.v1.Action
+	(*Approval)(nil),                  // 87: steward.v1.Approval
+	(ApprovalDecision)(0),             // 88: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil),    // 89: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),              // 90: steward.v1.ActionPermit
+	(*SignedPermit)(nil),              // 91: steward.v1.SignedPermit
+	(*Outcome)(nil),                   // 92: steward.v1.Outcome
+	(WaitKind)(0),                     // 93: steward.v1.WaitKind
+	(SettleState)(0),                  // 94: steward.v1.SettleState
+	(RevalidationReason)(0),           // 95: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),       // 96: google.protobuf.Duration
+	(*ToolContract)(nil),              // 97: steward.v1.ToolContract
+	(*SignedCredential)(nil),          // 98: steward.v1.SignedCredential
+	(*Artifact)(nil),                  // 99: steward.v1.Artifact
+	(*CriterionResult)(nil),           // 100: steward.v1.CriterionResult
+	(*ExecutionReport)(nil),           // 101: steward.v1.ExecutionReport
+	(*Decision)(nil),                  // 102: steward.v1.Decision
+	(*ContextItem)(nil),               // 103: steward.v1.ContextItem
+	(*ScheduleSpec)(nil),              // 104: steward.v1.ScheduleSpec
+	(*ScheduleTemplate)(nil),          // 105: steward.v1.ScheduleTemplate
+	(*Overlap)(nil),                   // 106: steward.v1.Overlap
+	(*CatchUp)(nil),                   // 107: steward.v1.CatchUp
+	(*ScheduleFiring)(nil),            // 108: steward.v1.ScheduleFiring
+	(*Objective)(nil),                 // 109: steward.v1.Objective
+	(ObjectiveStatus)(0),              // 110: steward.v1.ObjectiveStatus
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	66,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	68,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,   // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
 	3,   // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
 	4,   // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
@@ -5945,82 +6102,85 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	52,  // 52: steward.v1.Event.input_reminded:type_name -> steward.v1.InputReminded
 	53,  // 53: steward.v1.Event.input_escalated:type_name -> steward.v1.InputEscalated
 	55,  // 54: steward.v1.Event.milestone_progressed:type_name -> steward.v1.MilestoneProgressed
-	67,  // 55: steward.v1.Event.contract_revision_proposed:type_name -> steward.v1.ContractRevisionProposed
-	68,  // 56: steward.v1.Event.contract_revision_evaluated:type_name -> steward.v1.ContractRevisionEvaluated
-	69,  // 57: steward.v1.Event.contract_revision_decided:type_name -> steward.v1.ContractRevisionDecided
+	69,  // 55: steward.v1.Event.contract_revision_proposed:type_name -> steward.v1.ContractRevisionProposed
+	70,  // 56: steward.v1.Event.contract_revision_evaluated:type_name -> steward.v1.ContractRevisionEvaluated
+	71,  // 57: steward.v1.Event.contract_revision_decided:type_name -> steward.v1.ContractRevisionDecided
 	57,  // 58: steward.v1.Event.schedule_created:type_name -> steward.v1.ScheduleCreated
 	58,  // 59: steward.v1.Event.schedule_paused:type_name -> steward.v1.SchedulePaused
 	59,  // 60: steward.v1.Event.schedule_resumed:type_name -> steward.v1.ScheduleResumed
 	60,  // 61: steward.v1.Event.schedule_deleted:type_name -> steward.v1.ScheduleDeleted
 	61,  // 62: steward.v1.Event.schedule_fired:type_name -> steward.v1.ScheduleFired
 	62,  // 63: steward.v1.Event.schedule_run_started:type_name -> steward.v1.ScheduleRunStarted
-	63,  // 64: steward.v1.Event.objective_created:type_name -> steward.v1.ObjectiveCreated
-	64,  // 65: steward.v1.Event.objective_closed:type_name -> steward.v1.ObjectiveClosed
-	65,  // 66: steward.v1.Event.objective_task_added:type_name -> steward.v1.ObjectiveTaskAdded
-	70,  // 67: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	71,  // 68: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
-	72,  // 69: steward.v1.TaskCreated.schedule_run:type_name -> steward.v1.ScheduleRun
-	73,  // 70: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	74,  // 71: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	66,  // 72: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	66,  // 73: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	75,  // 74: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	76,  // 75: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	77,  // 76: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	78,  // 77: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
-	79,  // 78: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	80,  // 79: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
-	66,  // 80: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	81,  // 81: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	82,  // 82: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	83,  // 83: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	66,  // 84: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	84,  // 85: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	79,  // 86: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	80,  // 87: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
-	85,  // 88: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	80,  // 89: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
-	86,  // 90: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	87,  // 91: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	88,  // 92: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	79,  // 93: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	89,  // 94: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	90,  // 95: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	91,  // 96: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	66,  // 97: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	92,  // 98: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	93,  // 99: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	94,  // 100: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	94,  // 101: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
-	0,   // 102: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,   // 103: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	66,  // 104: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	95,  // 105: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,   // 106: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	96,  // 107: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	96,  // 108: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	97,  // 109: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	98,  // 110: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	99,  // 111: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
-	100, // 112: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	94,  // 113: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
-	94,  // 114: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
-	94,  // 115: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
-	94,  // 116: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
-	101, // 117: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	102, // 118: steward.v1.ScheduleCreated.spec:type_name -> steward.v1.ScheduleSpec
-	103, // 119: steward.v1.ScheduleCreated.template:type_name -> steward.v1.ScheduleTemplate
-	104, // 120: steward.v1.ScheduleCreated.overlap:type_name -> steward.v1.Overlap
-	105, // 121: steward.v1.ScheduleCreated.catch_up:type_name -> steward.v1.CatchUp
-	106, // 122: steward.v1.ScheduleFired.firing:type_name -> steward.v1.ScheduleFiring
-	66,  // 123: steward.v1.ScheduleRunStarted.firing_time:type_name -> google.protobuf.Timestamp
-	107, // 124: steward.v1.ObjectiveCreated.objective:type_name -> steward.v1.Objective
-	108, // 125: steward.v1.ObjectiveClosed.status:type_name -> steward.v1.ObjectiveStatus
-	126, // [126:126] is the sub-list for method output_type
-	126, // [126:126] is the sub-list for method input_type
-	126, // [126:126] is the sub-list for extension type_name
-	126, // [126:126] is the sub-list for extension extendee
-	0,   // [0:126] is the sub-list for field type_name
+	63,  // 64: steward.v1.Event.schedule_credential_issued:type_name -> steward.v1.ScheduleCredentialIssued
+	64,  // 65: steward.v1.Event.schedule_credential_revoked:type_name -> steward.v1.ScheduleCredentialRevoked
+	65,  // 66: steward.v1.Event.objective_created:type_name -> steward.v1.ObjectiveCreated
+	66,  // 67: steward.v1.Event.objective_closed:type_name -> steward.v1.ObjectiveClosed
+	67,  // 68: steward.v1.Event.objective_task_added:type_name -> steward.v1.ObjectiveTaskAdded
+	72,  // 69: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	73,  // 70: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
+	74,  // 71: steward.v1.TaskCreated.schedule_run:type_name -> steward.v1.ScheduleRun
+	75,  // 72: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	76,  // 73: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	68,  // 74: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	68,  // 75: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	77,  // 76: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	78,  // 77: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	79,  // 78: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	80,  // 79: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	81,  // 80: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	82,  // 81: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
+	68,  // 82: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	83,  // 83: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	84,  // 84: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	85,  // 85: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	68,  // 86: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	86,  // 87: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	81,  // 88: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	82,  // 89: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
+	87,  // 90: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	82,  // 91: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
+	88,  // 92: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	89,  // 93: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	90,  // 94: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	81,  // 95: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	91,  // 96: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	92,  // 97: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	93,  // 98: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	68,  // 99: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	94,  // 100: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	95,  // 101: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	96,  // 102: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	96,  // 103: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
+	0,   // 104: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,   // 105: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	68,  // 106: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	97,  // 107: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,   // 108: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	98,  // 109: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	98,  // 110: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	99,  // 111: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	100, // 112: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	101, // 113: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
+	102, // 114: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	96,  // 115: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
+	96,  // 116: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
+	96,  // 117: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
+	96,  // 118: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
+	103, // 119: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	104, // 120: steward.v1.ScheduleCreated.spec:type_name -> steward.v1.ScheduleSpec
+	105, // 121: steward.v1.ScheduleCreated.template:type_name -> steward.v1.ScheduleTemplate
+	106, // 122: steward.v1.ScheduleCreated.overlap:type_name -> steward.v1.Overlap
+	107, // 123: steward.v1.ScheduleCreated.catch_up:type_name -> steward.v1.CatchUp
+	108, // 124: steward.v1.ScheduleFired.firing:type_name -> steward.v1.ScheduleFiring
+	68,  // 125: steward.v1.ScheduleRunStarted.firing_time:type_name -> google.protobuf.Timestamp
+	98,  // 126: steward.v1.ScheduleCredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	109, // 127: steward.v1.ObjectiveCreated.objective:type_name -> steward.v1.Objective
+	110, // 128: steward.v1.ObjectiveClosed.status:type_name -> steward.v1.ObjectiveStatus
+	129, // [129:129] is the sub-list for method output_type
+	129, // [129:129] is the sub-list for method input_type
+	129, // [129:129] is the sub-list for extension type_name
+	129, // [129:129] is the sub-list for extension extendee
+	0,   // [0:129] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -6103,6 +6263,8 @@ func file_steward_v1_event_proto_init() {
 		(*Event_ScheduleDeleted)(nil),
 		(*Event_ScheduleFired)(nil),
 		(*Event_ScheduleRunStarted)(nil),
+		(*Event_ScheduleCredentialIssued)(nil),
+		(*Event_ScheduleCredentialRevoked)(nil),
 		(*Event_ObjectiveCreated)(nil),
 		(*Event_ObjectiveClosed)(nil),
 		(*Event_ObjectiveTaskAdded)(nil),
@@ -6113,7 +6275,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   65,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -155,6 +155,9 @@ const (
 	ScheduleStatus_SCHEDULE_STATUS_DELETED ScheduleStatus = 3
 	// Past its end_time: it fires no more.
 	ScheduleStatus_SCHEDULE_STATUS_ENDED ScheduleStatus = 4
+	// Its credential was revoked: it makes no run again (a firing already
+	// due is recorded REVOKED), and its record stays.
+	ScheduleStatus_SCHEDULE_STATUS_REVOKED ScheduleStatus = 5
 )
 
 // Enum value maps for ScheduleStatus.
@@ -165,6 +168,7 @@ var (
 		2: "SCHEDULE_STATUS_PAUSED",
 		3: "SCHEDULE_STATUS_DELETED",
 		4: "SCHEDULE_STATUS_ENDED",
+		5: "SCHEDULE_STATUS_REVOKED",
 	}
 	ScheduleStatus_value = map[string]int32{
 		"SCHEDULE_STATUS_UNSPECIFIED": 0,
@@ -172,6 +176,7 @@ var (
 		"SCHEDULE_STATUS_PAUSED":      2,
 		"SCHEDULE_STATUS_DELETED":     3,
 		"SCHEDULE_STATUS_ENDED":       4,
+		"SCHEDULE_STATUS_REVOKED":     5,
 	}
 )
 
@@ -225,6 +230,8 @@ const (
 	// Not run: its run's budget would take the sum of the runs' budgets
 	// past the schedule's runs_budget (reason says which).
 	FiringDisposition_FIRING_DISPOSITION_OVER_BUDGET FiringDisposition = 7
+	// Not run: the schedule's credential was revoked.
+	FiringDisposition_FIRING_DISPOSITION_REVOKED FiringDisposition = 8
 )
 
 // Enum value maps for FiringDisposition.
@@ -238,6 +245,7 @@ var (
 		5: "FIRING_DISPOSITION_CANCELLED_PREVIOUS",
 		6: "FIRING_DISPOSITION_REFUSED",
 		7: "FIRING_DISPOSITION_OVER_BUDGET",
+		8: "FIRING_DISPOSITION_REVOKED",
 	}
 	FiringDisposition_value = map[string]int32{
 		"FIRING_DISPOSITION_UNSPECIFIED":        0,
@@ -248,6 +256,7 @@ var (
 		"FIRING_DISPOSITION_CANCELLED_PREVIOUS": 5,
 		"FIRING_DISPOSITION_REFUSED":            6,
 		"FIRING_DISPOSITION_OVER_BUDGET":        7,
+		"FIRING_DISPOSITION_REVOKED":            8,
 	}
 )
 
@@ -825,8 +834,11 @@ type Schedule struct {
 	// template.runs_budget.
 	CommittedTokens     int64 `protobuf:"varint,18,opt,name=committed_tokens,json=committedTokens,proto3" json:"committed_tokens,omitempty"`
 	CommittedCostMicros int64 `protobuf:"varint,19,opt,name=committed_cost_micros,json=committedCostMicros,proto3" json:"committed_cost_micros,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The schedule's own credential (governance): each run's is delegated
+	// from it. Unset until governance issues it.
+	Credential    *CredentialState `protobuf:"bytes,20,opt,name=credential,proto3" json:"credential,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Schedule) Reset() {
@@ -992,12 +1004,19 @@ func (x *Schedule) GetCommittedCostMicros() int64 {
 	return 0
 }
 
+func (x *Schedule) GetCredential() *CredentialState {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
+}
+
 var File_steward_v1_schedule_proto protoreflect.FileDescriptor
 
 const file_steward_v1_schedule_proto_rawDesc = "" +
 	"\n" +
 	"\x19steward/v1/schedule.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19steward/v1/contract.proto\"\xf5\x01\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\"\xf5\x01\n" +
 	"\fScheduleSpec\x12\x14\n" +
 	"\x04cron\x18\x01 \x01(\tH\x00R\x04cron\x127\n" +
 	"\binterval\x18\x02 \x01(\v2\x19.google.protobuf.DurationH\x00R\binterval\x12\x1b\n" +
@@ -1039,7 +1058,7 @@ const file_steward_v1_schedule_proto_rawDesc = "" +
 	"scheduleId\x12;\n" +
 	"\vfiring_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"firingTime\x12(\n" +
-	"\x10previous_task_id\x18\x03 \x01(\tR\x0epreviousTaskId\"\xf1\x06\n" +
+	"\x10previous_task_id\x18\x03 \x01(\tR\x0epreviousTaskId\"\xae\a\n" +
 	"\bSchedule\x12\x1f\n" +
 	"\vschedule_id\x18\x01 \x01(\tR\n" +
 	"scheduleId\x12\x16\n" +
@@ -1064,7 +1083,10 @@ const file_steward_v1_schedule_proto_rawDesc = "" +
 	"request_id\x18\x10 \x01(\tR\trequestId\x12#\n" +
 	"\rlast_sequence\x18\x11 \x01(\x04R\flastSequence\x12)\n" +
 	"\x10committed_tokens\x18\x12 \x01(\x03R\x0fcommittedTokens\x122\n" +
-	"\x15committed_cost_micros\x18\x13 \x01(\x03R\x13committedCostMicros*\x86\x01\n" +
+	"\x15committed_cost_micros\x18\x13 \x01(\x03R\x13committedCostMicros\x12;\n" +
+	"\n" +
+	"credential\x18\x14 \x01(\v2\x1b.steward.v1.CredentialStateR\n" +
+	"credential*\x86\x01\n" +
 	"\rOverlapPolicy\x12\x1e\n" +
 	"\x1aOVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13OVERLAP_POLICY_SKIP\x10\x01\x12\x18\n" +
@@ -1074,13 +1096,14 @@ const file_steward_v1_schedule_proto_rawDesc = "" +
 	"\x19CATCH_UP_RULE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12CATCH_UP_RULE_NONE\x10\x01\x12\x16\n" +
 	"\x12CATCH_UP_RULE_LAST\x10\x02\x12\x1c\n" +
-	"\x18CATCH_UP_RULE_ALL_WITHIN\x10\x03*\xa1\x01\n" +
+	"\x18CATCH_UP_RULE_ALL_WITHIN\x10\x03*\xbe\x01\n" +
 	"\x0eScheduleStatus\x12\x1f\n" +
 	"\x1bSCHEDULE_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16SCHEDULE_STATUS_ACTIVE\x10\x01\x12\x1a\n" +
 	"\x16SCHEDULE_STATUS_PAUSED\x10\x02\x12\x1b\n" +
 	"\x17SCHEDULE_STATUS_DELETED\x10\x03\x12\x19\n" +
-	"\x15SCHEDULE_STATUS_ENDED\x10\x04*\xa4\x02\n" +
+	"\x15SCHEDULE_STATUS_ENDED\x10\x04\x12\x1b\n" +
+	"\x17SCHEDULE_STATUS_REVOKED\x10\x05*\xc4\x02\n" +
 	"\x11FiringDisposition\x12\"\n" +
 	"\x1eFIRING_DISPOSITION_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aFIRING_DISPOSITION_STARTED\x10\x01\x12\x1e\n" +
@@ -1089,7 +1112,8 @@ const file_steward_v1_schedule_proto_rawDesc = "" +
 	"\x19FIRING_DISPOSITION_MISSED\x10\x04\x12)\n" +
 	"%FIRING_DISPOSITION_CANCELLED_PREVIOUS\x10\x05\x12\x1e\n" +
 	"\x1aFIRING_DISPOSITION_REFUSED\x10\x06\x12\"\n" +
-	"\x1eFIRING_DISPOSITION_OVER_BUDGET\x10\aB\xa5\x01\n" +
+	"\x1eFIRING_DISPOSITION_OVER_BUDGET\x10\a\x12\x1e\n" +
+	"\x1aFIRING_DISPOSITION_REVOKED\x10\bB\xa5\x01\n" +
 	"\x0ecom.steward.v1B\rScheduleProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -1124,6 +1148,7 @@ var file_steward_v1_schedule_proto_goTypes = []any{
 	(*durationpb.Duration)(nil),   // 12: google.protobuf.Duration
 	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
 	(*TaskContract)(nil),          // 14: steward.v1.TaskContract
+	(*CredentialState)(nil),       // 15: steward.v1.CredentialState
 }
 var file_steward_v1_schedule_proto_depIdxs = []int32{
 	12, // 0: steward.v1.ScheduleSpec.interval:type_name -> google.protobuf.Duration
@@ -1149,11 +1174,12 @@ var file_steward_v1_schedule_proto_depIdxs = []int32{
 	13, // 20: steward.v1.Schedule.due_after:type_name -> google.protobuf.Timestamp
 	9,  // 21: steward.v1.Schedule.recent_firings:type_name -> steward.v1.ScheduleFiring
 	13, // 22: steward.v1.Schedule.queued:type_name -> google.protobuf.Timestamp
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	15, // 23: steward.v1.Schedule.credential:type_name -> steward.v1.CredentialState
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_schedule_proto_init() }
@@ -1162,6 +1188,7 @@ func file_steward_v1_schedule_proto_init() {
 		return
 	}
 	file_steward_v1_contract_proto_init()
+	file_steward_v1_credential_proto_init()
 	file_steward_v1_schedule_proto_msgTypes[0].OneofWrappers = []any{
 		(*ScheduleSpec_Cron)(nil),
 		(*ScheduleSpec_Interval)(nil),
