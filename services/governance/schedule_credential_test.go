@@ -79,7 +79,8 @@ func (e *harness) createRun(t *testing.T, id, taskID string, c *stewardv1.TaskCo
 // TestScheduleCredential: a schedule gets a credential for its creator at
 // creation, bounded by its template; each run's is delegated from it,
 // with it in the chain, and verifies offline; across a span longer than
-// the credential's ttl, firings renew it so that every run acts; revoked
+// the credential's ttl, firings (and a run's renewal) renew it so that
+// every run acts; revoked
 // by its creator (a stranger and another tenant may not), its live run's
 // next action is denied, a later run gets no credential and a run's
 // credential is not renewed.
@@ -106,12 +107,15 @@ func TestScheduleCredential(t *testing.T) {
 		t.Fatalf("expires %v, want the ttl from now", sc.ExpiresAt.AsTime())
 	}
 
-	// Daily firings with an hourly credential: each run finds the
-	// schedule's expired, renewed first, and acts.
-	for i, run := range []string{"run-1", "run-2", "run-3"} {
-		if i > 0 {
-			e.clock.Advance(24 * time.Hour)
-		}
+	// A firing past two thirds of the credential's life renews it before
+	// it expires; daily firings with an hourly credential each find it
+	// expired and renew it first; every run acts.
+	for _, f := range []struct {
+		run   string
+		after time.Duration
+	}{{"run-1", 0}, {"run-2", 45 * time.Minute}, {"run-3", 24 * time.Hour}, {"run-4", 24 * time.Hour}} {
+		run := f.run
+		e.clock.Advance(f.after)
 		e.createRun(t, "sch-a", run, credContract([]string{"search"}, nil))
 		cs := e.credentialed(run)
 		pc, err := credential.VerifyChain(cs.Signed, cs.Chain, e.signer.PublicKey())
@@ -125,12 +129,20 @@ func TestScheduleCredential(t *testing.T) {
 		}
 		e.waitStatus(run, e.propose(t, run, "p1", "search"), stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
 	}
+	// Renewing a run's credential renews the schedule's first, when due,
+	// and extends the run's to it.
+	operator := rpc.Identity{Principal: "user:op", Tenant: "acme", Roles: []string{access.Operator}, Verified: true}
+	e.clock.Advance(45 * time.Minute)
+	rc, err := e.plane.RenewCredential(ctx, operator, &stewardv1.RenewCredentialRequest{TaskId: "run-4", Reason: "a long run"})
+	if err != nil || !rc.Credential.ExpiresAt.AsTime().Equal(e.clock.Now().Add(ttl)) {
+		t.Fatalf("renewing run-4: %v, %v", rc, err)
+	}
 	s = e.waitSchedule(t, "sch-a", func(*stewardv1.Schedule) bool { return true })
-	if s.Credential.Renewals != 2 || s.Credential.Credential.CredentialId != sc.CredentialId {
-		t.Errorf("schedule credential after three daily runs: %d renewals, id %s", s.Credential.Renewals, s.Credential.Credential.CredentialId)
+	if s.Credential.Renewals != 4 || s.Credential.Credential.CredentialId != sc.CredentialId || !proto.Equal(rc.Chain[0], s.Credential.Signed) {
+		t.Errorf("schedule credential after four runs and a run's renewal: %d renewals, id %s", s.Credential.Renewals, s.Credential.Credential.CredentialId)
 	}
 	// A run's log verifies offline, the schedule's credential in its chain.
-	raws, err := e.Log.ReadRaw(ctx, "run-3")
+	raws, err := e.Log.ReadRaw(ctx, "run-4")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,8 +150,8 @@ func TestScheduleCredential(t *testing.T) {
 	for _, r := range raws {
 		events = append(events, r.Data)
 	}
-	if rep := audit.Verify("run-3", events, audit.WithCredentials(e.signer.PublicKey())); !rep.OK() || len(rep.Credentials) != 1 {
-		t.Errorf("run-3 offline: ok %v (%v), %d credentials checked", rep.OK(), rep.Break, len(rep.Credentials))
+	if rep := audit.Verify("run-4", events, audit.WithCredentials(e.signer.PublicKey())); !rep.OK() || len(rep.Credentials) != 2 {
+		t.Errorf("run-4 offline: ok %v (%v), %d credentials checked", rep.OK(), rep.Break, len(rep.Credentials))
 	}
 	// A run whose contract widens the schedule's gets no credential.
 	e.createRun(t, "sch-a", "run-wide", credContract([]string{"search", "wire"}, []string{"payments:write"}))
@@ -167,18 +179,17 @@ func TestScheduleCredential(t *testing.T) {
 	if err != nil || !cs.Revoked || cs.RevokedBy != "user:ana" {
 		t.Fatalf("the creator revoking: %v, %v", cs, err)
 	}
-	if again, err := revoke(rpc.Identity{Principal: "user:op", Tenant: "acme", Roles: []string{access.Operator}, Verified: true}); err != nil || !proto.Equal(again, cs) {
+	if again, err := revoke(operator); err != nil || !proto.Equal(again, cs) {
 		t.Errorf("revoking again: %v, %v; want it unchanged", again, err)
 	}
 	if s := e.waitSchedule(t, "sch-a", func(*stewardv1.Schedule) bool { return true }); s.Status != stewardv1.ScheduleStatus_SCHEDULE_STATUS_REVOKED {
 		t.Errorf("schedule after the revocation: %s", s.Status)
 	}
 	// The live run's next action is denied, naming the schedule.
-	if a := e.waitStatus("run-3", e.propose(t, "run-3", "p2", "search"), stewardv1.ActionStatus_ACTION_STATUS_DENIED); !strings.Contains(denialOf(a), "schedule sch-a") {
-		t.Errorf("run-3's action after the revocation: %q", denialOf(a))
+	if a := e.waitStatus("run-4", e.propose(t, "run-4", "p2", "search"), stewardv1.ActionStatus_ACTION_STATUS_DENIED); !strings.Contains(denialOf(a), "schedule sch-a") {
+		t.Errorf("run-4's action after the revocation: %q", denialOf(a))
 	}
-	operator := rpc.Identity{Principal: "user:op", Tenant: "acme", Roles: []string{access.Operator}, Verified: true}
-	if _, err := e.plane.RenewCredential(ctx, operator, &stewardv1.RenewCredentialRequest{TaskId: "run-3", Reason: "r"}); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "revoked") {
+	if _, err := e.plane.RenewCredential(ctx, operator, &stewardv1.RenewCredentialRequest{TaskId: "run-4", Reason: "r"}); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "revoked") {
 		t.Errorf("renewing a run of a revoked schedule: %v", err)
 	}
 	// A run made after it (a firing racing the revocation) gets none.
