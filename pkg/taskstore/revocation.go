@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/schedule"
 )
 
 // MaxChainWalk bounds the walk up a delegation chain, so that a corrupt
@@ -58,7 +58,8 @@ type Revocation struct {
 	// Why is set instead when the chain is broken (an ancestor missing,
 	// or a chain deeper than MaxChainWalk): nothing may act under it.
 	Why string
-	// Schedule says that TaskID is a schedule, the chain's root a run of it.
+	// Schedule says that TaskID is a schedule, the chain's root a run of
+	// it; Credential then holds the revocation and the credential's id.
 	Schedule bool
 }
 
@@ -89,27 +90,26 @@ func (s *Store) RevokedAbove(ctx context.Context, t *stewardv1.Task) (*Revocatio
 
 // scheduleRevoked returns the revocation of the credential of the
 // schedule root is a run of, or nil when it is no run or its schedule's
-// credential stands.
+// credential stands. It reads the one revocation a schedule may have,
+// not the schedule's chain, which grows with every firing.
 func (s *Store) scheduleRevoked(ctx context.Context, root *stewardv1.Task) (*Revocation, error) {
 	id := root.GetScheduleRun().GetScheduleId()
 	if id == "" {
 		return nil, nil
 	}
-	recs, err := s.log.ReadSchedule(ctx, id)
-	if err != nil {
+	recs, err := s.log.ReadScheduleEvents(ctx, id, event.TypeScheduleCredentialRevoked)
+	if err != nil || len(recs) == 0 {
 		return nil, err
 	}
-	if len(recs) == 0 {
-		return &Revocation{Why: fmt.Sprintf("task %s is a run of schedule %s, which is not found", root.Contract.GetTaskId(), id)}, nil
+	ev := recs[0].Event
+	r := ev.GetScheduleCredentialRevoked()
+	if r == nil || ev.GetActor().GetPlane() != event.Owner(ev.Type) {
+		return nil, errs.New(errs.Corrupt, "schedule %s: event %s is not its credential's revocation by its owner", id, ev.EventId)
 	}
-	sch, err := schedule.Fold(recs)
-	if err != nil {
-		return nil, err
-	}
-	if !sch.Credential.GetRevoked() {
-		return nil, nil
-	}
-	return &Revocation{TaskID: id, Credential: sch.Credential, Schedule: true}, nil
+	return &Revocation{TaskID: id, Schedule: true, Credential: &stewardv1.CredentialState{
+		Credential: &stewardv1.TaskCredential{CredentialId: r.CredentialId, TaskId: id},
+		Revoked:    true, RevokedReason: r.Reason, RevokedBy: ev.GetActor().GetPrincipal(), RevokedAt: ev.Time,
+	}}, nil
 }
 
 // revokedReason is the reason given for refusing to act because cs (of
