@@ -21,8 +21,9 @@ import (
 //
 // Naming a schedule instead (schedule_id), it revokes the schedule's
 // credential (revokeSchedule). A task's credential needs the operator
-// role with tokens: the access table lets the call through for a
-// schedule's creator, so the role is checked here.
+// role with tokens, which the edge checks (the access table leaves only a
+// request naming a schedule to this plane); it is checked here again, in
+// case a request ever reaches it otherwise.
 func (cr *credentials) RevokeCredential(ctx context.Context, who rpc.Identity, req *stewardv1.RevokeCredentialRequest) (*stewardv1.CredentialState, error) {
 	switch {
 	case req.ScheduleId != "" && req.TaskId != "":
@@ -30,11 +31,11 @@ func (cr *credentials) RevokeCredential(ctx context.Context, who rpc.Identity, r
 	case req.ScheduleId != "":
 		return cr.revokeSchedule(ctx, who, req)
 	}
-	if err := cr.checkOperatorCommand(ctx, who, req.TaskId, req.Reason, "revoke"); err != nil {
-		return nil, err
-	}
 	if who.Verified && !who.HasRole(access.Operator) {
 		return nil, errs.New(errs.PermissionDenied, "%s may not revoke the credential of task %s: that needs the operator role", who.Principal, req.TaskId)
+	}
+	if err := cr.checkOperatorCommand(ctx, who, req.TaskId, req.Reason, "revoke"); err != nil {
+		return nil, err
 	}
 	_, why, err := cr.issue(ctx, req.TaskId, nil, 0)
 	if err != nil {
