@@ -68,6 +68,8 @@ func (cr *credentials) scheduleCredential(ctx context.Context, id string, cause 
 		case ev == nil && s.Credential.GetRevoked():
 			cs := s.Credential
 			return cs, fmt.Sprintf("credential %s of schedule %s was revoked by %s: %s", cs.Credential.GetCredentialId(), id, cs.RevokedBy, cs.RevokedReason), nil
+		case ev == nil && s.Credential == nil:
+			return nil, fmt.Sprintf("schedule %s was deleted before its credential was issued", id), nil
 		case ev == nil:
 			return s.Credential, "", nil
 		}

@@ -1,0 +1,34 @@
+package governance_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
+)
+
+// TestRevokingADeletedScheduleWithoutACredential: a schedule deleted
+// before governance issued its credential has none to revoke, and gets
+// none; the refusal says so at once rather than that the schedule "kept
+// changing" after retrying a write it never makes.
+func TestRevokingADeletedScheduleWithoutACredential(t *testing.T) {
+	e := newHarness(t)
+	e.appendSchedule(t, "sch-d", "user:ana", event.PlaneControl, &stewardv1.ScheduleCreated{
+		Spec:     &stewardv1.ScheduleSpec{Every: &stewardv1.ScheduleSpec_Interval{Interval: durationpb.New(time.Hour)}},
+		Template: &stewardv1.ScheduleTemplate{Contract: credContract([]string{"search"}, nil)},
+	})
+	e.appendSchedule(t, "sch-d", "user:ana", event.PlaneControl, &stewardv1.ScheduleDeleted{Reason: "gone"})
+	e.start(t)
+	_, err := e.plane.RevokeCredential(context.Background(), rpc.Identity{Principal: "user:ana", Verified: true},
+		&stewardv1.RevokeCredentialRequest{ScheduleId: "sch-d", Reason: "r"})
+	if !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "deleted") {
+		t.Errorf("revoking a deleted schedule without a credential: %v, want failed_precondition saying it was deleted", err)
+	}
+}
