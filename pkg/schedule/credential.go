@@ -56,6 +56,9 @@ func credentialIssued(s *stewardv1.Schedule, ci *stewardv1.ScheduleCredentialIss
 		return errs.New(errs.FailedPrecondition, "schedule %s already has credential %s", s.ScheduleId, cur.Credential.GetCredentialId())
 	case cur.GetRevoked():
 		return errs.New(errs.FailedPrecondition, "credential %s is revoked and is not renewed", cur.Credential.GetCredentialId())
+	case cur != nil && s.Status != stewardv1.ScheduleStatus_SCHEDULE_STATUS_ACTIVE:
+		// Governance renews only an active schedule's, at its head.
+		return errs.New(errs.FailedPrecondition, "schedule %s is %s; its credential is not renewed", s.ScheduleId, StatusName(s.Status))
 	}
 	if cur != nil {
 		if err := credential.RenewalOf(cur.Credential, c); err != nil {

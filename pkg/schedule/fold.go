@@ -92,8 +92,9 @@ func Apply(s *stewardv1.Schedule, ev *stewardv1.Event, seq uint64) error {
 		case p.ScheduleFired.GetFiring().GetTaskId() != "":
 			states = append(states, stewardv1.ScheduleStatus_SCHEDULE_STATUS_PAUSED, stewardv1.ScheduleStatus_SCHEDULE_STATUS_DELETED, stewardv1.ScheduleStatus_SCHEDULE_STATUS_REVOKED)
 		case p.ScheduleFired.GetFiring().GetDisposition() == stewardv1.FiringDisposition_FIRING_DISPOSITION_REVOKED:
-			// The firing that was due when the credential was revoked.
-			states = append(states, stewardv1.ScheduleStatus_SCHEDULE_STATUS_REVOKED)
+			// The firing that was due when the credential was revoked,
+			// and only then.
+			states = []stewardv1.ScheduleStatus{stewardv1.ScheduleStatus_SCHEDULE_STATUS_REVOKED}
 		}
 		if err := from(s, ev, states...); err != nil {
 			return err
