@@ -73,6 +73,11 @@ func TestScheduleRevokedStopsFiring(t *testing.T) {
 	if err := delegate("after"); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "schedule "+s.ScheduleId) {
 		t.Errorf("delegating from the run after the revocation: %v", err)
 	}
+	// Nor fork: a fork is a root task of its own, whose fresh credential
+	// no revocation above the run would reach.
+	if _, _, err := r.ctl.ForkTask(ctx, "alice", &stewardv1.ForkTaskRequest{TaskId: run, Reason: "again", RequestId: "fork-after"}); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "schedule "+s.ScheduleId) {
+		t.Errorf("forking the run after the revocation: %v", err)
+	}
 	// The run goes on (QUEUE would wait), yet the firing is not queued:
 	// it is REVOKED, and the ones after it are not recorded.
 	s = r.tick(s.ScheduleId, time.Hour)

@@ -32,3 +32,22 @@ func TestRevokingADeletedScheduleWithoutACredential(t *testing.T) {
 		t.Errorf("revoking a deleted schedule without a credential: %v, want failed_precondition saying it was deleted", err)
 	}
 }
+
+// TestARunBeforeItsSchedulesCredential: a run whose TaskCreated governance
+// reads before the schedule's creation was reacted to (both on the log
+// before the plane starts) gets a credential delegated from the
+// schedule's, issued first, once.
+func TestARunBeforeItsSchedulesCredential(t *testing.T) {
+	e := newHarness(t)
+	e.appendSchedule(t, "sch-r", "user:ana", event.PlaneControl, &stewardv1.ScheduleCreated{
+		Spec:     &stewardv1.ScheduleSpec{Every: &stewardv1.ScheduleSpec_Interval{Interval: durationpb.New(time.Hour)}},
+		Template: &stewardv1.ScheduleTemplate{Contract: credContract([]string{"search"}, nil)},
+	})
+	e.createRun(t, "sch-r", "run-r", credContract([]string{"search"}, nil))
+	e.start(t)
+	cs := e.credentialed("run-r")
+	s := e.waitSchedule(t, "sch-r", func(s *stewardv1.Schedule) bool { return s.Credential != nil })
+	if len(cs.Chain) != 1 || cs.Credential.ParentCredentialId != s.Credential.Credential.CredentialId || s.Credential.Renewals != 0 {
+		t.Errorf("run credential %v (chain %d) under schedule credential %v", cs.Credential, len(cs.Chain), s.Credential)
+	}
+}
