@@ -51,3 +51,27 @@ func TestARunBeforeItsSchedulesCredential(t *testing.T) {
 		t.Errorf("run credential %v (chain %d) under schedule credential %v", cs.Credential, len(cs.Chain), s.Credential)
 	}
 }
+
+// TestScheduleRevocationClosesRunsApprovals: an action of a run that
+// waits for approval when its schedule's credential is revoked is denied,
+// as one under a revoked parent task's is.
+func TestScheduleRevocationClosesRunsApprovals(t *testing.T) {
+	e := newHarness(t)
+	e.start(t)
+	tmpl := credContract([]string{"search", "wire"}, []string{"payments:write"})
+	e.appendSchedule(t, "sch-w", "user:ana", event.PlaneControl, &stewardv1.ScheduleCreated{
+		Spec:     &stewardv1.ScheduleSpec{Every: &stewardv1.ScheduleSpec_Interval{Interval: durationpb.New(time.Hour)}},
+		Template: &stewardv1.ScheduleTemplate{Contract: tmpl},
+	})
+	e.createRun(t, "sch-w", "run-w", credContract([]string{"search", "wire"}, []string{"payments:write"}))
+	e.credentialed("run-w")
+	wire := e.propose(t, "run-w", "w1", "wire")
+	e.waitStatus("run-w", wire, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	if _, err := e.plane.RevokeCredential(context.Background(), rpc.Identity{Principal: "user:ana", Verified: true},
+		&stewardv1.RevokeCredentialRequest{ScheduleId: "sch-w", Reason: "leaked"}); err != nil {
+		t.Fatal(err)
+	}
+	if a := e.waitStatus("run-w", wire, stewardv1.ActionStatus_ACTION_STATUS_DENIED); !strings.Contains(denialOf(a), "schedule sch-w") {
+		t.Errorf("the run's waiting action: %q", denialOf(a))
+	}
+}
