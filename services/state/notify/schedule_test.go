@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/event"
@@ -71,12 +72,19 @@ func TestScheduleFiringNotRunIsAnnounced(t *testing.T) {
 		}
 		return last
 	}
+	cred, err := proto.Marshal(&stewardv1.TaskCredential{CredentialId: "cred-acme", TaskId: "sch-acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	revoked := record("sch-acme", &stewardv1.ScheduleCreated{Tenant: "acme"},
 		fired(stewardv1.FiringDisposition_FIRING_DISPOSITION_STARTED, 1),
 		fired(stewardv1.FiringDisposition_FIRING_DISPOSITION_OVER_BUDGET, 2),
 		fired(stewardv1.FiringDisposition_FIRING_DISPOSITION_SKIPPED, 3),
 		fired(stewardv1.FiringDisposition_FIRING_DISPOSITION_MISSED, 4),
 		fired(stewardv1.FiringDisposition_FIRING_DISPOSITION_REFUSED, 5),
+		// REVOKED only once the schedule's credential is (the fold).
+		&stewardv1.ScheduleCredentialIssued{Credential: &stewardv1.SignedCredential{Credential: cred}},
+		&stewardv1.ScheduleCredentialRevoked{CredentialId: "cred-acme", Reason: "leaked"},
 		fired(stewardv1.FiringDisposition_FIRING_DISPOSITION_REVOKED, 6))
 	// A sink's consumer delivers one chain in order: once the last is
 	// sent, the ones before it were.
