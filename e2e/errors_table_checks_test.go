@@ -567,13 +567,21 @@ func errorsTableChecks() map[string]tableCheck {
 			}
 			return nil
 		},
-		"`RevokeCredential` without a reason; without the `operator` role": func(t *testing.T, e *harness) []error {
+		"`RevokeCredential` without a reason; of a task's credential without the `operator` role": func(t *testing.T, e *harness) []error {
 			id := e.governed(t)
 			revoke := func(c authed, reason string) error {
 				_, err := c.governance.RevokeCredential(ctx, connect.NewRequest(&stewardv1.RevokeCredentialRequest{TaskId: id, Reason: reason}))
 				return err
 			}
 			return []error{onField(t, revoke(e.operator, ""), "reason"), revoke(e.agent, "leaked")}
+		},
+		"`RevokeCredential` naming both a task and a schedule; of a schedule by neither its creator nor an operator; of another tenant's schedule": func(t *testing.T, e *harness) []error {
+			id := everyTwoSeconds(t, e, "table-revoke")
+			revoke := func(c authed, taskID string) error {
+				_, err := c.governance.RevokeCredential(ctx, connect.NewRequest(&stewardv1.RevokeCredentialRequest{ScheduleId: id, TaskId: taskID, Reason: "leaked"}))
+				return err
+			}
+			return []error{onField(t, revoke(e.agent, e.governed(t)), "schedule_id"), revoke(e.owner, ""), revoke(withToken(e.url, acmeAgentToken), "")}
 		},
 		"`RenewCredential` likewise; of a revoked credential, an ended task, or one the deadline or the parent's credential would not let last longer": func(t *testing.T, e *harness) []error {
 			renew := func(c authed, id, reason string) error {

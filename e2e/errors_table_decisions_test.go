@@ -15,7 +15,7 @@ import (
 func decisionChecks() map[string]tableCheck {
 	ctx := context.Background()
 	return map[string]tableCheck{
-		"`ForkTask` without a reason or a request id, at a sequence that is not one of the task's, or reserving more than the task has left; by anyone but the agent the task belongs to": func(t *testing.T, e *harness) []error {
+		"`ForkTask` without a reason or a request id, at a sequence that is not one of the task's, or reserving more than the task has left; by anyone but the agent the task belongs to; of a task whose credential was revoked, or revoked above it": func(t *testing.T, e *harness) []error {
 			id := e.governed(t)
 			fork := func(c authed, req *stewardv1.ForkTaskRequest) func() error {
 				return func() error {
@@ -28,9 +28,12 @@ func decisionChecks() map[string]tableCheck {
 				fork(e.agent, &stewardv1.ForkTaskRequest{Reason: "again", RequestId: "f1", AtSequence: 1 << 40}),
 				fork(e.agent, &stewardv1.ForkTaskRequest{Reason: "again", RequestId: "f1", MaxTokens: 1 << 40}),
 				fork(e.viewer, &stewardv1.ForkTaskRequest{Reason: "again", RequestId: "f1", MaxTokens: 10}))
+			revoked, _ := e.revoked(t)
+			_, forkRevoked := e.agent.tasks.ForkTask(ctx, connect.NewRequest(&stewardv1.ForkTaskRequest{TaskId: revoked, Reason: "again", RequestId: "f-revoked"}))
 			return []error{
 				alike(t, onField(t, errs[0], "reason"), onField(t, errs[1], "request_id"), onField(t, errs[2], "at_sequence"), onField(t, errs[3], "max_tokens")),
 				errs[4],
+				saying(t, forkRevoked, "revoked"),
 			}
 		},
 		"`RecordDecision` or `AttachContext` with a required field missing, a bound passed or a field only Steward sets; a decision citing a context item the task's ledger does not hold; by anyone but the agent the task belongs to; an id recorded before with another body": func(t *testing.T, e *harness) []error {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
@@ -20,15 +19,7 @@ import (
 func TestScheduleRunReadsThePreviousRun(t *testing.T) {
 	h := startSteward(t, setup{tools: governedTools(stewardtest.StartTool(t))})
 	ctx := context.Background()
-	resp, err := h.agent.schedules.CreateSchedule(ctx, connect.NewRequest(&stewardv1.CreateScheduleRequest{
-		RequestId: "daily-search",
-		Spec:      &stewardv1.ScheduleSpec{Every: &stewardv1.ScheduleSpec_Interval{Interval: durationpb.New(2 * time.Second)}},
-		Template:  &stewardv1.ScheduleTemplate{Contract: contract()},
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := resp.Msg.Schedule.ScheduleId
+	id := everyTwoSeconds(t, h, "daily-search")
 	lastRun := func(n uint64) string {
 		var run string
 		stewardtest.Eventually(t, 20*time.Second, func() (bool, string) {

@@ -86,6 +86,12 @@ type Rule struct {
 	// jobs fetch before any token is handed out. It names neither roles
 	// nor parties.
 	Public bool
+	// PlaneField names a request field which, when set, leaves the
+	// roles to the serving plane (Plane says how): one procedure whose
+	// request names one of two things, e.g. a task's credential (the
+	// operator role, refused here, logged and counted) or a schedule's
+	// (its creator, whom only the plane knows).
+	PlaneField string
 	// Why says why the rule is what it is.
 	Why string
 }

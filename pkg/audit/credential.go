@@ -54,12 +54,21 @@ func (r *Replayer) checkCredential(index int, ev *stewardv1.Event) (*CredentialC
 	}
 	c := r.task.Contract
 	hops := c.GetDelegationChain()
+	// A schedule's run is delegated from its schedule's credential, for
+	// the schedule's creator, who created the run (docs/schedules.md).
+	run := c.GetParentTaskId() == "" && r.task.GetScheduleRun().GetScheduleId() != ""
+	parent := c.GetParentTaskId()
+	if run {
+		parent = r.task.ScheduleRun.ScheduleId
+	}
 	switch {
 	case leaf.TaskId != ev.TaskId:
 		return nil, fmt.Errorf("credential %s is for task %s, not %s", leaf.CredentialId, leaf.TaskId, ev.TaskId)
-	case leaf.ParentTaskId != c.GetParentTaskId():
-		return nil, fmt.Errorf("credential %s of task %s names parent task %q; the contract names %q", leaf.CredentialId, ev.TaskId, leaf.ParentTaskId, c.GetParentTaskId())
-	case leaf.ParentTaskId != "" && (len(hops) == 0 || hops[len(hops)-1].CredentialRef != leaf.ParentCredentialId || hops[len(hops)-1].ToRef != leaf.Principal):
+	case leaf.ParentTaskId != parent:
+		return nil, fmt.Errorf("credential %s of task %s names parent task %q; the contract names %q", leaf.CredentialId, ev.TaskId, leaf.ParentTaskId, parent)
+	case run && leaf.Principal != r.task.CreatedBy:
+		return nil, fmt.Errorf("credential %s of run %s of schedule %s is for %s, not the run's creator %s", leaf.CredentialId, ev.TaskId, parent, leaf.Principal, r.task.CreatedBy)
+	case !run && leaf.ParentTaskId != "" && (len(hops) == 0 || hops[len(hops)-1].CredentialRef != leaf.ParentCredentialId || hops[len(hops)-1].ToRef != leaf.Principal):
 		return nil, fmt.Errorf("credential %s of task %s (for %s, from %s) is not the delegation its contract records", leaf.CredentialId, ev.TaskId, leaf.Principal, leaf.ParentCredentialId)
 	}
 	check := &CredentialCheck{Index: index, CredentialID: leaf.CredentialId, TaskID: leaf.TaskId, Principal: leaf.Principal, Links: len(ci.Chain) + 1, Pinned: len(r.trusted) > 0}

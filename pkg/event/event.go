@@ -109,6 +109,9 @@ const (
 	TypeScheduleFired      = "schedule.fired"
 	TypeScheduleRunStarted = "schedule.run_started"
 	TypeScheduleRunEnded   = "schedule.run_ended"
+	// The schedule's own credential, which its runs' are delegated from.
+	TypeScheduleCredentialIssued  = "schedule.credential_issued"
+	TypeScheduleCredentialRevoked = "schedule.credential_revoked"
 	// An objective's events live on its own chain (eventlog.ChainPrefix).
 	TypeObjectiveCreated   = "objective.created"
 	TypeObjectiveClosed    = "objective.closed"
@@ -226,6 +229,8 @@ var typeNames = map[protoreflect.Name]string{
 	"schedule_fired":              TypeScheduleFired,
 	"schedule_run_started":        TypeScheduleRunStarted,
 	"schedule_run_ended":          TypeScheduleRunEnded,
+	"schedule_credential_issued":  TypeScheduleCredentialIssued,
+	"schedule_credential_revoked": TypeScheduleCredentialRevoked,
 	"objective_created":           TypeObjectiveCreated,
 	"objective_closed":            TypeObjectiveClosed,
 	"objective_task_added":        TypeObjectiveTaskAdded,

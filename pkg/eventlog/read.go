@@ -92,6 +92,23 @@ func (l *Log) ReadSchedule(ctx context.Context, id string) ([]*stewardv1.EventRe
 	return l.readRecord(ctx, "schedule_id", id, l.ScheduleSubject)
 }
 
+// ReadScheduleEvents returns schedule id's events of type typ, in order,
+// each checked against its own hash and subject but not linked to the
+// rest of the chain: for a reader that needs one type on every call (a
+// run's check for its schedule's revoked credential, before each action),
+// which then reads one subject rather than every firing.
+func (l *Log) ReadScheduleEvents(ctx context.Context, id, typ string) ([]*stewardv1.EventRecord, error) {
+	if !ValidTaskID(id) {
+		return nil, errs.Field("schedule_id", "%s is not an id: want 1-64 letters, digits, '-' or '_'", errs.Quote(id))
+	}
+	var out []*stewardv1.EventRecord
+	err := l.eachOn(ctx, l.cfg.SchedulePrefix+"."+id+"."+typ, 0, func(rec *stewardv1.EventRecord) error {
+		out = append(out, rec)
+		return nil
+	})
+	return out, err
+}
+
 // ReadObjectiveAfter returns the events of objective id stored after
 // stream sequence after, in order, each checked against its own hash and
 // subject; linking them to the events before is the caller's part, as

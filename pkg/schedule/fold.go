@@ -80,7 +80,7 @@ func Apply(s *stewardv1.Schedule, ev *stewardv1.Event, seq uint64) error {
 		s.Status = stewardv1.ScheduleStatus_SCHEDULE_STATUS_ACTIVE
 		s.DueAfter = later(s.DueAfter, at) // firings while paused are not caught up
 	case *stewardv1.Event_ScheduleDeleted:
-		if err := from(s, ev, stewardv1.ScheduleStatus_SCHEDULE_STATUS_ACTIVE, stewardv1.ScheduleStatus_SCHEDULE_STATUS_PAUSED); err != nil {
+		if err := from(s, ev, stewardv1.ScheduleStatus_SCHEDULE_STATUS_ACTIVE, stewardv1.ScheduleStatus_SCHEDULE_STATUS_PAUSED, stewardv1.ScheduleStatus_SCHEDULE_STATUS_REVOKED); err != nil {
 			return err
 		}
 		s.Status = stewardv1.ScheduleStatus_SCHEDULE_STATUS_DELETED
@@ -88,8 +88,13 @@ func Apply(s *stewardv1.Schedule, ev *stewardv1.Event, seq uint64) error {
 		// A run made just before a pause or deletion landed is still
 		// recorded; no other firing is.
 		states := []stewardv1.ScheduleStatus{stewardv1.ScheduleStatus_SCHEDULE_STATUS_ACTIVE}
-		if p.ScheduleFired.GetFiring().GetTaskId() != "" {
-			states = append(states, stewardv1.ScheduleStatus_SCHEDULE_STATUS_PAUSED, stewardv1.ScheduleStatus_SCHEDULE_STATUS_DELETED)
+		switch {
+		case p.ScheduleFired.GetFiring().GetTaskId() != "":
+			states = append(states, stewardv1.ScheduleStatus_SCHEDULE_STATUS_PAUSED, stewardv1.ScheduleStatus_SCHEDULE_STATUS_DELETED, stewardv1.ScheduleStatus_SCHEDULE_STATUS_REVOKED)
+		case p.ScheduleFired.GetFiring().GetDisposition() == stewardv1.FiringDisposition_FIRING_DISPOSITION_REVOKED:
+			// The firing that was due when the credential was revoked,
+			// and only then.
+			states = []stewardv1.ScheduleStatus{stewardv1.ScheduleStatus_SCHEDULE_STATUS_REVOKED}
 		}
 		if err := from(s, ev, states...); err != nil {
 			return err
@@ -101,6 +106,14 @@ func Apply(s *stewardv1.Schedule, ev *stewardv1.Event, seq uint64) error {
 		}
 	case *stewardv1.Event_ScheduleRunEnded: // in any status: runs outlive a pause or deletion
 		if err := runEnded(s, p.ScheduleRunEnded.GetEnd()); err != nil {
+			return err
+		}
+	case *stewardv1.Event_ScheduleCredentialIssued:
+		if err := credentialIssued(s, p.ScheduleCredentialIssued); err != nil {
+			return err
+		}
+	case *stewardv1.Event_ScheduleCredentialRevoked:
+		if err := credentialRevoked(s, ev, p.ScheduleCredentialRevoked); err != nil {
 			return err
 		}
 	default:
@@ -195,6 +208,8 @@ func StatusName(st stewardv1.ScheduleStatus) string {
 		return "deleted"
 	case stewardv1.ScheduleStatus_SCHEDULE_STATUS_ENDED:
 		return "ended"
+	case stewardv1.ScheduleStatus_SCHEDULE_STATUS_REVOKED:
+		return "revoked"
 	}
 	return "unknown"
 }

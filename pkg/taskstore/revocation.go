@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -40,6 +41,11 @@ func RevocationReason(t *stewardv1.Task, above *Revocation) string {
 	case above.Why != "":
 		return above.Why
 	}
+	if above.Schedule {
+		cs := above.Credential
+		return fmt.Sprintf("credential revoked: %s (credential %s of schedule %s was revoked by %s, and with it every run's delegated from it)",
+			cs.RevokedReason, cs.GetCredential().GetCredentialId(), above.TaskID, cs.RevokedBy)
+	}
 	return revokedReason(above.Credential, above.TaskID, t.Credential.GetCredential().GetCredentialId())
 }
 
@@ -52,13 +58,18 @@ type Revocation struct {
 	// Why is set instead when the chain is broken (an ancestor missing,
 	// or a chain deeper than MaxChainWalk): nothing may act under it.
 	Why string
+	// Schedule says that TaskID is a schedule, the chain's root a run of
+	// it; Credential then holds the revocation and the credential's id.
+	Schedule bool
 }
 
 // RevokedAbove walks up t's delegation chain and returns the first
-// ancestor whose credential is revoked, or nil when none is.
+// ancestor whose credential is revoked, or nil when none is. Above the
+// chain's root, when it is a schedule's run, is the schedule's credential,
+// which the run's was delegated from (docs/schedules.md, "Credential").
 func (s *Store) RevokedAbove(ctx context.Context, t *stewardv1.Task) (*Revocation, error) {
 	taskID := t.Contract.GetTaskId()
-	child := taskID
+	child, root := taskID, t
 	for depth, parentID := 0, t.Contract.GetParentTaskId(); parentID != ""; depth++ {
 		if depth >= MaxChainWalk {
 			return &Revocation{Why: fmt.Sprintf("the delegation chain of task %s is deeper than %d", taskID, MaxChainWalk)}, nil
@@ -72,9 +83,33 @@ func (s *Store) RevokedAbove(ctx context.Context, t *stewardv1.Task) (*Revocatio
 		case parent.Credential.GetRevoked():
 			return &Revocation{TaskID: parentID, Credential: parent.Credential}, nil
 		}
-		child, parentID = parentID, parent.Contract.GetParentTaskId()
+		child, parentID, root = parentID, parent.Contract.GetParentTaskId(), parent
 	}
-	return nil, nil
+	return s.scheduleRevoked(ctx, root)
+}
+
+// scheduleRevoked returns the revocation of the credential of the
+// schedule root is a run of, or nil when it is no run or its schedule's
+// credential stands. It reads the one revocation a schedule may have,
+// not the schedule's chain, which grows with every firing.
+func (s *Store) scheduleRevoked(ctx context.Context, root *stewardv1.Task) (*Revocation, error) {
+	id := root.GetScheduleRun().GetScheduleId()
+	if id == "" {
+		return nil, nil
+	}
+	recs, err := s.log.ReadScheduleEvents(ctx, id, event.TypeScheduleCredentialRevoked)
+	if err != nil || len(recs) == 0 {
+		return nil, err
+	}
+	ev := recs[0].Event
+	r := ev.GetScheduleCredentialRevoked()
+	if r == nil || ev.GetActor().GetPlane() != event.Owner(ev.Type) {
+		return nil, errs.New(errs.Corrupt, "schedule %s: event %s is not its credential's revocation by its owner", id, ev.EventId)
+	}
+	return &Revocation{TaskID: id, Schedule: true, Credential: &stewardv1.CredentialState{
+		Credential: &stewardv1.TaskCredential{CredentialId: r.CredentialId, TaskId: id},
+		Revoked:    true, RevokedReason: r.Reason, RevokedBy: ev.GetActor().GetPrincipal(), RevokedAt: ev.Time,
+	}}, nil
 }
 
 // revokedReason is the reason given for refusing to act because cs (of

@@ -10,7 +10,8 @@ import (
 
 // credentialInForce refuses, as FailedPrecondition, a task t whose
 // credential cannot back new work at now: none issued yet, revoked,
-// expired, or revoked up its delegation chain. Governance would refuse
+// expired, or revoked up its delegation chain (a run's schedule's
+// included). Governance would refuse
 // every action under it, so what would only start such actions — a
 // delegation, a plan — is refused at once instead, appending nothing.
 func (p *Plane) credentialInForce(ctx context.Context, t *stewardv1.Task, now time.Time) error {
@@ -32,6 +33,8 @@ func (p *Plane) credentialInForce(ctx context.Context, t *stewardv1.Task, now ti
 		return nil
 	case r.Why != "":
 		return errs.New(errs.FailedPrecondition, "task %s may not act: %s", id, r.Why)
+	case r.Schedule:
+		return errs.New(errs.FailedPrecondition, "credential %s of schedule %s, from which task %s was delegated, was revoked (%s)", r.Credential.GetCredential().GetCredentialId(), r.TaskID, id, r.Credential.RevokedReason)
 	}
 	return errs.New(errs.FailedPrecondition, "credential %s of task %s, from which task %s was delegated, was revoked (%s)", r.Credential.GetCredential().GetCredentialId(), r.TaskID, id, r.Credential.RevokedReason)
 }

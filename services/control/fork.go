@@ -73,6 +73,14 @@ func (dg *delegation) ForkTask(ctx context.Context, principal string, req *stewa
 	if t, err := forked(ctx, dg.log, forkID); t != nil || err != nil {
 		return t, false, err // a repeat: the claim found the same request
 	}
+	// A fork's credential is a root of its own, which no revocation of
+	// the parent's, or above it (a run's schedule's), would reach.
+	if why, err := dg.tasks.Revoked(ctx, parent); why != "" || err != nil {
+		if err == nil {
+			err = errs.New(errs.FailedPrecondition, "task %s may not be forked: %s", req.TaskId, why)
+		}
+		return nil, false, err
+	}
 	contract := forkContract(parentAt.Contract, forkID)
 	origin := &stewardv1.ForkOrigin{ParentTaskId: req.TaskId, AtSequence: recs[at].Sequence, AtHash: recs[at].Event.Hash, Reason: req.Reason,
 		State: task.ForkState(parentAt)}

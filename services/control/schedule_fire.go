@@ -74,7 +74,12 @@ func (p *schedules) tickSchedule(ctx context.Context, id string, at time.Time, q
 			return err
 		}
 		if l.s.Status != stewardv1.ScheduleStatus_SCHEDULE_STATUS_ACTIVE {
-			return nil // paused or deleted: a resumption sets a timer anew
+			// Paused or deleted: a resumption sets a timer anew. Revoked:
+			// the firing due is recorded so, and no timer is set again.
+			if err := p.recordRevoked(ctx, l, at, queuedOnly); !errors.Is(err, eventlog.ErrConflict) {
+				return err
+			}
+			continue
 		}
 		active, err := p.runGoesOn(ctx, l.s.LastTaskId)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
@@ -82,9 +83,18 @@ func (cr *credentials) issueAs(ctx context.Context, taskID, id string, cause *st
 		cred  *stewardv1.TaskCredential
 		chain []*stewardv1.SignedCredential
 	)
-	if parentID := t.Contract.GetParentTaskId(); parentID == "" {
+	switch parentID := t.Contract.GetParentTaskId(); {
+	case parentID == "" && t.GetScheduleRun().GetScheduleId() != "":
+		ps, why, err := cr.runParent(ctx, t, cause)
+		if why != "" || err != nil {
+			return t, why, err
+		}
+		if cred, chain, why = cr.delegate(t, ps, "schedule "+t.ScheduleRun.ScheduleId, t.CreatedBy, now); why != "" {
+			return t, why, nil
+		}
+	case parentID == "":
 		cred = credential.Root(t.Contract, t.CreatedBy, now, cr.ttl)
-	} else {
+	default:
 		if depth >= taskstore.MaxChainWalk {
 			return t, fmt.Sprintf("the delegation chain of task %s is deeper than %d", taskID, taskstore.MaxChainWalk), nil
 		}
@@ -95,25 +105,16 @@ func (cr *credentials) issueAs(ctx context.Context, taskID, id string, cause *st
 			}
 			return t, why, err
 		}
-		ps := parent.Credential
-		if ps == nil {
+		if parent.Credential == nil {
 			return t, fmt.Sprintf("parent task %s has no credential", parentID), nil
-		}
-		// The parent's credential came from the log; check it was ours
-		// and holds together before deriving from it.
-		pc, err := credential.VerifyChain(ps.Signed, ps.Chain, cr.trustedKeys()...)
-		if err != nil {
-			return t, fmt.Sprintf("the credential of parent task %s does not verify: %v", parentID, err), nil
-		}
-		if err := credential.Narrows(pc, t.Contract); err != nil {
-			return t, fmt.Sprintf("the contract widens credential %s of parent task %s: %v", pc.CredentialId, parentID, err), nil
 		}
 		links := t.Contract.GetDelegationChain()
 		if len(links) == 0 || links[len(links)-1].GetToRef() == "" {
 			return t, fmt.Sprintf("task %s names parent %s but no delegate in its delegation_chain", taskID, parentID), nil
 		}
-		cred = credential.Delegated(pc, t.Contract, links[len(links)-1].ToRef, now)
-		chain = append(slices.Clone(ps.Chain), ps.Signed)
+		if cred, chain, why = cr.delegate(t, parent.Credential, "parent task "+parentID, links[len(links)-1].ToRef, now); why != "" {
+			return t, why, nil
+		}
 	}
 	signed, err := cr.signer.Sign(cred)
 	if err != nil {
@@ -130,6 +131,22 @@ func (cr *credentials) issueAs(ctx context.Context, taskID, id string, cause *st
 	}
 	cr.logger.Debug("credential issued", "task", taskID, "credential", cred.CredentialId, "expires", cred.ExpiresAt.AsTime())
 	return t, "", nil
+}
+
+// delegate returns the credential of t for delegate, delegated from ps,
+// the credential of parent (a task or a schedule), and the chain to
+// record with it; why says why it may not be.
+func (cr *credentials) delegate(t *stewardv1.Task, ps *stewardv1.CredentialState, parent, delegate string, now time.Time) (*stewardv1.TaskCredential, []*stewardv1.SignedCredential, string) {
+	// The parent's credential came from the log; check it was ours and
+	// holds together before deriving from it.
+	pc, err := credential.VerifyChain(ps.Signed, ps.Chain, cr.trustedKeys()...)
+	if err != nil {
+		return nil, nil, fmt.Sprintf("the credential of %s does not verify: %v", parent, err)
+	}
+	if err := credential.Narrows(pc, t.Contract); err != nil {
+		return nil, nil, fmt.Sprintf("the contract widens credential %s of %s: %v", pc.CredentialId, parent, err)
+	}
+	return credential.Delegated(pc, t.Contract, delegate, now), append(slices.Clone(ps.Chain), ps.Signed), ""
 }
 
 // ensureCredential returns t with its credential, issuing it now if the

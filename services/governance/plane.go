@@ -232,6 +232,8 @@ func (p *Plane) Start(ctx context.Context) error {
 		// Credentials.
 		eventlog.OnRecord[*stewardv1.TaskCreated](p.credentials.issueOnCreate),
 		eventlog.OnRecord[*stewardv1.CredentialRevoked](p.credentials.closeApprovals),
+		eventlog.OnRecord[*stewardv1.ScheduleCreated](p.credentials.issueOnSchedule),
+		eventlog.OnRecord[*stewardv1.ScheduleCredentialRevoked](p.credentials.closeApprovals),
 		// A stall mark: what waits on governance alone, decided again
 		// (redrive.go).
 		eventlog.On(p.redrive),

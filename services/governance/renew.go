@@ -160,31 +160,50 @@ func (cr *credentials) renewedBy(ctx context.Context, taskID, id string) (*stewa
 
 // renewalBound returns how long t's credential may last if renewed at now,
 // what bounds it (for the refusal when that is no later than now), and
-// the chain to record: for a delegated task, its parent's credential as
-// it is now, which must verify.
+// the chain to record: for a delegated task or a schedule's run, the
+// credential it was delegated from as it is now, which must verify (a
+// run's schedule's is renewed first if due).
 func (cr *credentials) renewalBound(ctx context.Context, t *stewardv1.Task, now time.Time) (time.Time, string, []*stewardv1.SignedCredential, error) {
-	parentID := t.Contract.GetParentTaskId()
-	if parentID == "" {
+	parentID, runOf := t.Contract.GetParentTaskId(), t.GetScheduleRun().GetScheduleId()
+	if parentID == "" && runOf == "" {
 		expires, bound := now.Add(cr.ttl), fmt.Sprintf("is the credential ttl (%s) from now", cr.ttl)
 		if d := t.Contract.GetDeadline(); d != nil && d.AsTime().Before(expires) {
 			expires, bound = d.AsTime(), "is the task's deadline"
 		}
 		return expires, bound, nil, nil
 	}
-	parent, _, err := cr.tasks.Load(ctx, parentID)
+	ps, of, err := cr.renewalParent(ctx, t, parentID)
 	if err != nil {
 		return time.Time{}, "", nil, err
 	}
-	ps := parent.Credential
-	if ps == nil {
-		return time.Time{}, "", nil, errs.New(errs.FailedPrecondition, "parent task %s has no credential", parentID)
-	}
 	if _, err := credential.VerifyChain(ps.Signed, ps.Chain, cr.trustedKeys()...); err != nil {
-		return time.Time{}, "", nil, errs.New(errs.FailedPrecondition, "the credential of parent task %s does not verify: %v", parentID, err)
+		return time.Time{}, "", nil, errs.New(errs.FailedPrecondition, "the credential of %s does not verify: %v", of, err)
 	}
-	expires, bound := ps.Credential.ExpiresAt.AsTime(), fmt.Sprintf("is when the credential of parent task %s expires (renew it first)", parentID)
+	expires, bound := ps.Credential.ExpiresAt.AsTime(), fmt.Sprintf("is when the credential of %s expires (renew it first)", of)
 	if d := t.Contract.GetDeadline(); d != nil && d.AsTime().Before(expires) {
 		expires, bound = d.AsTime(), "is the task's deadline"
 	}
 	return expires, bound, append(slices.Clone(ps.Chain), ps.Signed), nil
+}
+
+// renewalParent returns the credential t's was delegated from, and whose
+// it is: parent task parentID's, or, for a run, its schedule's.
+func (cr *credentials) renewalParent(ctx context.Context, t *stewardv1.Task, parentID string) (*stewardv1.CredentialState, string, error) {
+	if parentID == "" {
+		of := "schedule " + t.ScheduleRun.ScheduleId
+		ps, why, err := cr.runParent(ctx, t, nil)
+		if why != "" {
+			err = errs.New(errs.FailedPrecondition, "%s", why)
+		}
+		return ps, of, err
+	}
+	of := "parent task " + parentID
+	parent, _, err := cr.tasks.Load(ctx, parentID)
+	if err != nil {
+		return nil, of, err
+	}
+	if parent.Credential == nil {
+		return nil, of, errs.New(errs.FailedPrecondition, "parent task %s has no credential", parentID)
+	}
+	return parent.Credential, of, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/steward-run/steward/pkg/access"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -17,7 +18,22 @@ import (
 // and its open approvals are closed (closeApprovals). Revoking a revoked
 // credential returns it unchanged. A task without a credential yet gets
 // one first, so that it can be revoked.
+//
+// Naming a schedule instead (schedule_id), it revokes the schedule's
+// credential (revokeSchedule). A task's credential needs the operator
+// role with tokens, which the edge checks (the access table leaves only a
+// request naming a schedule to this plane); it is checked here again, in
+// case a request ever reaches it otherwise.
 func (cr *credentials) RevokeCredential(ctx context.Context, who rpc.Identity, req *stewardv1.RevokeCredentialRequest) (*stewardv1.CredentialState, error) {
+	switch {
+	case req.ScheduleId != "" && req.TaskId != "":
+		return nil, errs.Field("schedule_id", "names a schedule: leave task_id empty, as a revocation revokes one credential")
+	case req.ScheduleId != "":
+		return cr.revokeSchedule(ctx, who, req)
+	}
+	if who.Verified && !who.HasRole(access.Operator) {
+		return nil, errs.New(errs.PermissionDenied, "%s may not revoke the credential of task %s: that needs the operator role", who.Principal, req.TaskId)
+	}
 	if err := cr.checkOperatorCommand(ctx, who, req.TaskId, req.Reason, "revoke"); err != nil {
 		return nil, err
 	}
@@ -55,6 +71,18 @@ func (cr *credentials) checkOperatorCommand(ctx context.Context, who rpc.Identit
 		return errs.Field("task_id", "is required")
 	case !eventlog.ValidTaskID(taskID):
 		return errs.Field("task_id", "%s is not a task id: "+eventlog.TaskIDRule, errs.Quote(taskID))
+	}
+	if err := cr.checkReason(reason, verb); err != nil {
+		return err
+	}
+	_, _, err := cr.tasks.Load(ctx, taskID)
+	return err
+}
+
+// checkReason checks the reason for a revocation or renewal, and that
+// this plane issues credentials.
+func (cr *credentials) checkReason(reason, verb string) error {
+	switch {
 	case reason == "":
 		return errs.Field("reason", "is required: say why the credential is %s", pastTense(verb))
 	case len(reason) > MaxRevokeReasonLen:
@@ -63,8 +91,7 @@ func (cr *credentials) checkOperatorCommand(ctx context.Context, who rpc.Identit
 	if cr.signer == nil {
 		return errs.New(errs.FailedPrecondition, "this governance plane issues no credentials")
 	}
-	_, _, err := cr.tasks.Load(ctx, taskID)
-	return err
+	return nil
 }
 
 func pastTense(verb string) string { return strings.TrimSuffix(verb, "e") + "ed" }

@@ -22,7 +22,26 @@ func (c *cli) schedulesCommand() *cobra.Command {
 		c.schedulesCreate(), c.schedulesGet(), c.schedulesList(),
 		c.scheduleSteer("pause", "stop a schedule firing until it is resumed", (*steward.Client).PauseSchedule),
 		c.scheduleSteer("resume", "let a paused schedule fire again, from now (what it missed while paused does not run)", (*steward.Client).ResumeSchedule),
-		c.scheduleSteer("delete", "end a schedule for good (its runs go on)", (*steward.Client).DeleteSchedule))
+		c.scheduleSteer("delete", "end a schedule for good (its runs go on)", (*steward.Client).DeleteSchedule),
+		c.schedulesRevoke())
+}
+
+func (c *cli) schedulesRevoke() *cobra.Command {
+	var reason string
+	cmd := c.verb("revoke SCHEDULE", "revoke the credential a schedule acts under: it makes no run again, and its runs may not act further", []string{"SCHEDULE"},
+		func(ctx context.Context, s *steward.Client, args []string) error {
+			cs, err := s.RevokeScheduleCredential(ctx, args[0], reason)
+			if err != nil {
+				return fmt.Errorf("revoke %s: %w", args[0], err)
+			}
+			if c.json() {
+				return c.message(cs)
+			}
+			_, err = fmt.Fprintf(c.stdout, "credential %s of schedule %s is revoked\n", cs.GetCredential().GetCredentialId(), args[0])
+			return err
+		})
+	cmd.Flags().StringVar(&reason, "reason", "", "why, on the revocation and in every refusal it causes (required)")
+	return cmd
 }
 
 func (c *cli) schedulesCreate() *cobra.Command {
@@ -80,7 +99,8 @@ func (c *cli) schedulesGet() *cobra.Command {
 			"overlap", word(sc.GetOverlap().GetPolicy(), "OVERLAP_POLICY_"), "catch up", word(sc.GetCatchUp().GetRule(), "CATCH_UP_RULE_"),
 			"intent", sc.GetTemplate().GetContract().GetIntent(), "creator", sc.Creator, "created", when(sc.CreatedAt),
 			"next firing", when(sc.NextFiringTime), "runs", strconv.FormatUint(sc.RunsStarted, 10), "runs budget", runsBudget(sc), "last run", sc.LastTaskId,
-			"runs ended", runsEnded(sc), "last run end", lastRunEnd(sc))
+			"runs ended", runsEnded(sc), "last run end", lastRunEnd(sc),
+			"credential", scheduleCredential(sc.Credential))
 		rows := make([][]string, 0, len(sc.RecentFirings))
 		for _, f := range sc.RecentFirings {
 			what := f.Reason
@@ -153,4 +173,16 @@ func scheduleWhen(spec *stewardv1.ScheduleSpec) string {
 		return "every " + spec.GetInterval().AsDuration().String()
 	}
 	return "cron " + spec.GetCron() + " " + zone
+}
+
+// scheduleCredential is a schedule's credential in a few words: "cred-…
+// until 2026-05-02T09:00:00Z", or who revoked it and why.
+func scheduleCredential(cs *stewardv1.CredentialState) string {
+	switch {
+	case cs == nil:
+		return "none yet"
+	case cs.Revoked:
+		return fmt.Sprintf("%s revoked by %s: %s", cs.Credential.GetCredentialId(), cs.RevokedBy, cs.RevokedReason)
+	}
+	return cs.Credential.GetCredentialId() + " until " + when(cs.Credential.GetExpiresAt())
 }

@@ -46,3 +46,11 @@ func (c *Client) DeleteSchedule(ctx context.Context, id, reason string) (*stewar
 	resp, err := call(ctx, c.retry, c.schedules.DeleteSchedule, &stewardv1.DeleteScheduleRequest{ScheduleId: id, Reason: reason})
 	return resp.GetSchedule(), err
 }
+
+// RevokeScheduleCredential revokes a schedule's credential, for its
+// creator or an operator: the schedule stops, and its runs may not act
+// further. Revoking it again answers it unchanged, so a retry is safe.
+func (c *Client) RevokeScheduleCredential(ctx context.Context, id, reason string) (*stewardv1.CredentialState, error) {
+	resp, err := call(ctx, c.retry, c.governance.RevokeCredential, &stewardv1.RevokeCredentialRequest{ScheduleId: id, Reason: reason})
+	return resp.GetCredential(), err
+}

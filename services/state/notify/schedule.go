@@ -11,6 +11,7 @@ import (
 // A schedule's firing that made no run is its owner's to hear of: one
 // missed while Steward was down, one over the runs budget, one whose run
 // was refused; and so is a run that failed. Its event is on the schedule's chain, not a task's: the
+// was refused, one after the schedule's credential was revoked. Its event is on the schedule's chain, not a task's: the
 // notification's task_id is the schedule's id and its tenant the
 // schedule's. Each is sent once per sink under its event's id, as any.
 
@@ -19,7 +20,7 @@ import (
 func notRun(ev *stewardv1.Event) bool {
 	switch ev.GetScheduleFired().GetFiring().GetDisposition() {
 	case stewardv1.FiringDisposition_FIRING_DISPOSITION_MISSED, stewardv1.FiringDisposition_FIRING_DISPOSITION_OVER_BUDGET,
-		stewardv1.FiringDisposition_FIRING_DISPOSITION_REFUSED:
+		stewardv1.FiringDisposition_FIRING_DISPOSITION_REFUSED, stewardv1.FiringDisposition_FIRING_DISPOSITION_REVOKED:
 		return true
 	}
 	return false

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/event"
@@ -69,7 +70,7 @@ func scheduleSinks(t *testing.T, kind string) (ops, other *sink, record func(id 
 }
 
 // TestScheduleFiringNotRunIsAnnounced: a schedule's firings recorded
-// OVER_BUDGET, MISSED and REFUSED reach a sink that takes
+// OVER_BUDGET, MISSED, REFUSED and REVOKED reach a sink that takes
 // schedule.not_run, once each, under the schedule's id; STARTED and
 // SKIPPED do not; a sink of another tenant hears nothing of them.
 func TestScheduleFiringNotRunIsAnnounced(t *testing.T) {
@@ -78,20 +79,28 @@ func TestScheduleFiringNotRunIsAnnounced(t *testing.T) {
 	fired := func(d stewardv1.FiringDisposition, h int) event.Payload {
 		return &stewardv1.ScheduleFired{Firing: &stewardv1.ScheduleFiring{FiringTime: timestamppb.New(at.Add(time.Duration(h) * time.Hour)), Disposition: d, Reason: "r"}}
 	}
-	refused := record("sch-acme", &stewardv1.ScheduleCreated{Tenant: "acme"},
+	cred, err := proto.Marshal(&stewardv1.TaskCredential{CredentialId: "cred-acme", TaskId: "sch-acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked := record("sch-acme", &stewardv1.ScheduleCreated{Tenant: "acme"},
 		fired(stewardv1.FiringDisposition_FIRING_DISPOSITION_STARTED, 1),
 		fired(stewardv1.FiringDisposition_FIRING_DISPOSITION_OVER_BUDGET, 2),
 		fired(stewardv1.FiringDisposition_FIRING_DISPOSITION_SKIPPED, 3),
 		fired(stewardv1.FiringDisposition_FIRING_DISPOSITION_MISSED, 4),
-		fired(stewardv1.FiringDisposition_FIRING_DISPOSITION_REFUSED, 5))
+		fired(stewardv1.FiringDisposition_FIRING_DISPOSITION_REFUSED, 5),
+		// REVOKED only once the schedule's credential is (the fold).
+		&stewardv1.ScheduleCredentialIssued{Credential: &stewardv1.SignedCredential{Credential: cred}},
+		&stewardv1.ScheduleCredentialRevoked{CredentialId: "cred-acme", Reason: "leaked"},
+		fired(stewardv1.FiringDisposition_FIRING_DISPOSITION_REVOKED, 6))
 	// A sink's consumer delivers one chain in order: once the last is
 	// sent, the ones before it were.
 	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
 		h, _ := ops.has("sch-acme")
-		return h.Get(notify.HeaderID) == refused, "the refused firing not yet sent"
+		return h.Get(notify.HeaderID) == revoked, "the revoked firing not yet sent"
 	})
-	if got, _ := ops.waitKinds(t, "sch-acme", 0); fmt.Sprint(got) != "[schedule.not_run schedule.not_run schedule.not_run]" {
-		t.Fatalf("the operator's sink heard %v of acme's firings, want the over-budget, missed and refused ones once each", got)
+	if got, _ := ops.waitKinds(t, "sch-acme", 0); fmt.Sprint(got) != "[schedule.not_run schedule.not_run schedule.not_run schedule.not_run]" {
+		t.Fatalf("the operator's sink heard %v of acme's firings, want the over-budget, missed, refused and revoked ones once each", got)
 	}
 	// globex's sink hears its own schedule; acme's it reads and drops.
 	record("sch-globex", &stewardv1.ScheduleCreated{Tenant: "globex"}, fired(stewardv1.FiringDisposition_FIRING_DISPOSITION_OVER_BUDGET, 1))

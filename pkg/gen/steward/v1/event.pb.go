@@ -163,6 +163,8 @@ type Event struct {
 	//	*Event_ScheduleFired
 	//	*Event_ScheduleRunStarted
 	//	*Event_ScheduleRunEnded
+	//	*Event_ScheduleCredentialIssued
+	//	*Event_ScheduleCredentialRevoked
 	//	*Event_ObjectiveCreated
 	//	*Event_ObjectiveClosed
 	//	*Event_ObjectiveTaskAdded
@@ -840,6 +842,24 @@ func (x *Event) GetScheduleRunEnded() *ScheduleRunEnded {
 	return nil
 }
 
+func (x *Event) GetScheduleCredentialIssued() *ScheduleCredentialIssued {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ScheduleCredentialIssued); ok {
+			return x.ScheduleCredentialIssued
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetScheduleCredentialRevoked() *ScheduleCredentialRevoked {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ScheduleCredentialRevoked); ok {
+			return x.ScheduleCredentialRevoked
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetObjectiveCreated() *ObjectiveCreated {
 	if x != nil {
 		if x, ok := x.Payload.(*Event_ObjectiveCreated); ok {
@@ -1130,6 +1150,14 @@ type Event_ScheduleRunEnded struct {
 	ScheduleRunEnded *ScheduleRunEnded `protobuf:"bytes,101,opt,name=schedule_run_ended,json=scheduleRunEnded,proto3,oneof"`
 }
 
+type Event_ScheduleCredentialIssued struct {
+	ScheduleCredentialIssued *ScheduleCredentialIssued `protobuf:"bytes,94,opt,name=schedule_credential_issued,json=scheduleCredentialIssued,proto3,oneof"`
+}
+
+type Event_ScheduleCredentialRevoked struct {
+	ScheduleCredentialRevoked *ScheduleCredentialRevoked `protobuf:"bytes,95,opt,name=schedule_credential_revoked,json=scheduleCredentialRevoked,proto3,oneof"`
+}
+
 type Event_ObjectiveCreated struct {
 	ObjectiveCreated *ObjectiveCreated `protobuf:"bytes,82,opt,name=objective_created,json=objectiveCreated,proto3,oneof"`
 }
@@ -1267,6 +1295,10 @@ func (*Event_ScheduleFired) isEvent_Payload() {}
 func (*Event_ScheduleRunStarted) isEvent_Payload() {}
 
 func (*Event_ScheduleRunEnded) isEvent_Payload() {}
+
+func (*Event_ScheduleCredentialIssued) isEvent_Payload() {}
+
+func (*Event_ScheduleCredentialRevoked) isEvent_Payload() {}
 
 func (*Event_ObjectiveCreated) isEvent_Payload() {}
 
@@ -5277,6 +5309,119 @@ func (x *ScheduleRunEnded) GetEnd() *ScheduleRunEnd {
 	return nil
 }
 
+// ScheduleCredentialIssued records a schedule's signed credential
+// (governance plane, on the schedule's chain): issued for its creator when
+// it is created, bounded by its template contract, and re-issued with a
+// later expiry (renewal_reason set) as the schedule runs. Each run's
+// credential is delegated from it (docs/schedules.md, "Credential").
+type ScheduleCredentialIssued struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Credential *SignedCredential      `protobuf:"bytes,1,opt,name=credential,proto3" json:"credential,omitempty"`
+	// Set when this re-issues the credential with a later expiry: why.
+	RenewalReason string `protobuf:"bytes,2,opt,name=renewal_reason,json=renewalReason,proto3" json:"renewal_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleCredentialIssued) Reset() {
+	*x = ScheduleCredentialIssued{}
+	mi := &file_steward_v1_event_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleCredentialIssued) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleCredentialIssued) ProtoMessage() {}
+
+func (x *ScheduleCredentialIssued) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleCredentialIssued.ProtoReflect.Descriptor instead.
+func (*ScheduleCredentialIssued) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *ScheduleCredentialIssued) GetCredential() *SignedCredential {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
+}
+
+func (x *ScheduleCredentialIssued) GetRenewalReason() string {
+	if x != nil {
+		return x.RenewalReason
+	}
+	return ""
+}
+
+// ScheduleCredentialRevoked withdraws a schedule's credential (governance
+// plane): the schedule stops (REVOKED), no firing makes a run since, and
+// no run delegated from it may act further.
+type ScheduleCredentialRevoked struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CredentialId  string                 `protobuf:"bytes,1,opt,name=credential_id,json=credentialId,proto3" json:"credential_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleCredentialRevoked) Reset() {
+	*x = ScheduleCredentialRevoked{}
+	mi := &file_steward_v1_event_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleCredentialRevoked) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleCredentialRevoked) ProtoMessage() {}
+
+func (x *ScheduleCredentialRevoked) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleCredentialRevoked.ProtoReflect.Descriptor instead.
+func (*ScheduleCredentialRevoked) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *ScheduleCredentialRevoked) GetCredentialId() string {
+	if x != nil {
+		return x.CredentialId
+	}
+	return ""
+}
+
+func (x *ScheduleCredentialRevoked) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // ObjectiveCreated opens an objective on its own chain (control plane,
 // TaskService.CreateObjective).
 type ObjectiveCreated struct {
@@ -5288,7 +5433,7 @@ type ObjectiveCreated struct {
 
 func (x *ObjectiveCreated) Reset() {
 	*x = ObjectiveCreated{}
-	mi := &file_steward_v1_event_proto_msgTypes[63]
+	mi := &file_steward_v1_event_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5300,7 +5445,7 @@ func (x *ObjectiveCreated) String() string {
 func (*ObjectiveCreated) ProtoMessage() {}
 
 func (x *ObjectiveCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[63]
+	mi := &file_steward_v1_event_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5313,7 +5458,7 @@ func (x *ObjectiveCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectiveCreated.ProtoReflect.Descriptor instead.
 func (*ObjectiveCreated) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{63}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ObjectiveCreated) GetObjective() *Objective {
@@ -5335,7 +5480,7 @@ type ObjectiveClosed struct {
 
 func (x *ObjectiveClosed) Reset() {
 	*x = ObjectiveClosed{}
-	mi := &file_steward_v1_event_proto_msgTypes[64]
+	mi := &file_steward_v1_event_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5347,7 +5492,7 @@ func (x *ObjectiveClosed) String() string {
 func (*ObjectiveClosed) ProtoMessage() {}
 
 func (x *ObjectiveClosed) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[64]
+	mi := &file_steward_v1_event_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5360,7 +5505,7 @@ func (x *ObjectiveClosed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectiveClosed.ProtoReflect.Descriptor instead.
 func (*ObjectiveClosed) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{64}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ObjectiveClosed) GetStatus() ObjectiveStatus {
@@ -5392,7 +5537,7 @@ type ObjectiveTaskAdded struct {
 
 func (x *ObjectiveTaskAdded) Reset() {
 	*x = ObjectiveTaskAdded{}
-	mi := &file_steward_v1_event_proto_msgTypes[65]
+	mi := &file_steward_v1_event_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5404,7 +5549,7 @@ func (x *ObjectiveTaskAdded) String() string {
 func (*ObjectiveTaskAdded) ProtoMessage() {}
 
 func (x *ObjectiveTaskAdded) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[65]
+	mi := &file_steward_v1_event_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5417,7 +5562,7 @@ func (x *ObjectiveTaskAdded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectiveTaskAdded.ProtoReflect.Descriptor instead.
 func (*ObjectiveTaskAdded) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{65}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ObjectiveTaskAdded) GetTaskId() string {
@@ -5446,7 +5591,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x1asteward/v1/objective.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x19steward/v1/schedule.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xbd(\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x1asteward/v1/objective.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x19steward/v1/schedule.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x8c*\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -5522,7 +5667,9 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x10schedule_deleted\x18[ \x01(\v2\x1b.steward.v1.ScheduleDeletedH\x00R\x0fscheduleDeleted\x12B\n" +
 	"\x0eschedule_fired\x18\\ \x01(\v2\x19.steward.v1.ScheduleFiredH\x00R\rscheduleFired\x12R\n" +
 	"\x14schedule_run_started\x18] \x01(\v2\x1e.steward.v1.ScheduleRunStartedH\x00R\x12scheduleRunStarted\x12L\n" +
-	"\x12schedule_run_ended\x18e \x01(\v2\x1c.steward.v1.ScheduleRunEndedH\x00R\x10scheduleRunEnded\x12K\n" +
+	"\x12schedule_run_ended\x18e \x01(\v2\x1c.steward.v1.ScheduleRunEndedH\x00R\x10scheduleRunEnded\x12d\n" +
+	"\x1aschedule_credential_issued\x18^ \x01(\v2$.steward.v1.ScheduleCredentialIssuedH\x00R\x18scheduleCredentialIssued\x12g\n" +
+	"\x1bschedule_credential_revoked\x18_ \x01(\v2%.steward.v1.ScheduleCredentialRevokedH\x00R\x19scheduleCredentialRevoked\x12K\n" +
 	"\x11objective_created\x18R \x01(\v2\x1c.steward.v1.ObjectiveCreatedH\x00R\x10objectiveCreated\x12H\n" +
 	"\x10objective_closed\x18S \x01(\v2\x1b.steward.v1.ObjectiveClosedH\x00R\x0fobjectiveClosed\x12R\n" +
 	"\x14objective_task_added\x18T \x01(\v2\x1e.steward.v1.ObjectiveTaskAddedH\x00R\x12objectiveTaskAdded\x12\x12\n" +
@@ -5809,7 +5956,15 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"@\n" +
 	"\x10ScheduleRunEnded\x12,\n" +
-	"\x03end\x18\x01 \x01(\v2\x1a.steward.v1.ScheduleRunEndR\x03end\"G\n" +
+	"\x03end\x18\x01 \x01(\v2\x1a.steward.v1.ScheduleRunEndR\x03end\"\x7f\n" +
+	"\x18ScheduleCredentialIssued\x12<\n" +
+	"\n" +
+	"credential\x18\x01 \x01(\v2\x1c.steward.v1.SignedCredentialR\n" +
+	"credential\x12%\n" +
+	"\x0erenewal_reason\x18\x02 \x01(\tR\rrenewalReason\"X\n" +
+	"\x19ScheduleCredentialRevoked\x12#\n" +
+	"\rcredential_id\x18\x01 \x01(\tR\fcredentialId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"G\n" +
 	"\x10ObjectiveCreated\x123\n" +
 	"\tobjective\x18\x01 \x01(\v2\x15.steward.v1.ObjectiveR\tobjective\"^\n" +
 	"\x0fObjectiveClosed\x123\n" +
@@ -5843,7 +5998,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_steward_v1_event_proto_goTypes = []any{
 	(BreakerState)(0),                 // 0: steward.v1.BreakerState
 	(*Event)(nil),                     // 1: steward.v1.Event
@@ -5909,56 +6064,58 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*ScheduleFired)(nil),             // 61: steward.v1.ScheduleFired
 	(*ScheduleRunStarted)(nil),        // 62: steward.v1.ScheduleRunStarted
 	(*ScheduleRunEnded)(nil),          // 63: steward.v1.ScheduleRunEnded
-	(*ObjectiveCreated)(nil),          // 64: steward.v1.ObjectiveCreated
-	(*ObjectiveClosed)(nil),           // 65: steward.v1.ObjectiveClosed
-	(*ObjectiveTaskAdded)(nil),        // 66: steward.v1.ObjectiveTaskAdded
-	(*timestamppb.Timestamp)(nil),     // 67: google.protobuf.Timestamp
-	(*ContractRevisionProposed)(nil),  // 68: steward.v1.ContractRevisionProposed
-	(*ContractRevisionEvaluated)(nil), // 69: steward.v1.ContractRevisionEvaluated
-	(*ContractRevisionDecided)(nil),   // 70: steward.v1.ContractRevisionDecided
-	(*TaskContract)(nil),              // 71: steward.v1.TaskContract
-	(*ForkOrigin)(nil),                // 72: steward.v1.ForkOrigin
-	(*ScheduleRun)(nil),               // 73: steward.v1.ScheduleRun
-	(TaskStatus)(0),                   // 74: steward.v1.TaskStatus
-	(NeedsInputCause)(0),              // 75: steward.v1.NeedsInputCause
-	(*Finding)(nil),                   // 76: steward.v1.Finding
-	(*Plan)(nil),                      // 77: steward.v1.Plan
-	(*PlanRevision)(nil),              // 78: steward.v1.PlanRevision
-	(*SealedSecret)(nil),              // 79: steward.v1.SealedSecret
-	(*PolicySnapshot)(nil),            // 80: steward.v1.PolicySnapshot
-	(*SignedEvent)(nil),               // 81: steward.v1.SignedEvent
-	(StepStatus)(0),                   // 82: steward.v1.StepStatus
-	(*structpb.Value)(nil),            // 83: google.protobuf.Value
-	(SuspendCause)(0),                 // 84: steward.v1.SuspendCause
-	(*Action)(nil),                    // 85: steward.v1.Action
-	(*Approval)(nil),                  // 86: steward.v1.Approval
-	(ApprovalDecision)(0),             // 87: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil),    // 88: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),              // 89: steward.v1.ActionPermit
-	(*SignedPermit)(nil),              // 90: steward.v1.SignedPermit
-	(*Outcome)(nil),                   // 91: steward.v1.Outcome
-	(WaitKind)(0),                     // 92: steward.v1.WaitKind
-	(SettleState)(0),                  // 93: steward.v1.SettleState
-	(RevalidationReason)(0),           // 94: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),       // 95: google.protobuf.Duration
-	(*ToolContract)(nil),              // 96: steward.v1.ToolContract
-	(*SignedCredential)(nil),          // 97: steward.v1.SignedCredential
-	(*Artifact)(nil),                  // 98: steward.v1.Artifact
-	(*CriterionResult)(nil),           // 99: steward.v1.CriterionResult
-	(*ExecutionReport)(nil),           // 100: steward.v1.ExecutionReport
-	(*Decision)(nil),                  // 101: steward.v1.Decision
-	(*ContextItem)(nil),               // 102: steward.v1.ContextItem
-	(*ScheduleSpec)(nil),              // 103: steward.v1.ScheduleSpec
-	(*ScheduleTemplate)(nil),          // 104: steward.v1.ScheduleTemplate
-	(*Overlap)(nil),                   // 105: steward.v1.Overlap
-	(*CatchUp)(nil),                   // 106: steward.v1.CatchUp
-	(*ScheduleFiring)(nil),            // 107: steward.v1.ScheduleFiring
-	(*ScheduleRunEnd)(nil),            // 108: steward.v1.ScheduleRunEnd
-	(*Objective)(nil),                 // 109: steward.v1.Objective
-	(ObjectiveStatus)(0),              // 110: steward.v1.ObjectiveStatus
+	(*ScheduleCredentialIssued)(nil),  // 64: steward.v1.ScheduleCredentialIssued
+	(*ScheduleCredentialRevoked)(nil), // 65: steward.v1.ScheduleCredentialRevoked
+	(*ObjectiveCreated)(nil),          // 66: steward.v1.ObjectiveCreated
+	(*ObjectiveClosed)(nil),           // 67: steward.v1.ObjectiveClosed
+	(*ObjectiveTaskAdded)(nil),        // 68: steward.v1.ObjectiveTaskAdded
+	(*timestamppb.Timestamp)(nil),     // 69: google.protobuf.Timestamp
+	(*ContractRevisionProposed)(nil),  // 70: steward.v1.ContractRevisionProposed
+	(*ContractRevisionEvaluated)(nil), // 71: steward.v1.ContractRevisionEvaluated
+	(*ContractRevisionDecided)(nil),   // 72: steward.v1.ContractRevisionDecided
+	(*TaskContract)(nil),              // 73: steward.v1.TaskContract
+	(*ForkOrigin)(nil),                // 74: steward.v1.ForkOrigin
+	(*ScheduleRun)(nil),               // 75: steward.v1.ScheduleRun
+	(TaskStatus)(0),                   // 76: steward.v1.TaskStatus
+	(NeedsInputCause)(0),              // 77: steward.v1.NeedsInputCause
+	(*Finding)(nil),                   // 78: steward.v1.Finding
+	(*Plan)(nil),                      // 79: steward.v1.Plan
+	(*PlanRevision)(nil),              // 80: steward.v1.PlanRevision
+	(*SealedSecret)(nil),              // 81: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),            // 82: steward.v1.PolicySnapshot
+	(*SignedEvent)(nil),               // 83: steward.v1.SignedEvent
+	(StepStatus)(0),                   // 84: steward.v1.StepStatus
+	(*structpb.Value)(nil),            // 85: google.protobuf.Value
+	(SuspendCause)(0),                 // 86: steward.v1.SuspendCause
+	(*Action)(nil),                    // 87: steward.v1.Action
+	(*Approval)(nil),                  // 88: steward.v1.Approval
+	(ApprovalDecision)(0),             // 89: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil),    // 90: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),              // 91: steward.v1.ActionPermit
+	(*SignedPermit)(nil),              // 92: steward.v1.SignedPermit
+	(*Outcome)(nil),                   // 93: steward.v1.Outcome
+	(WaitKind)(0),                     // 94: steward.v1.WaitKind
+	(SettleState)(0),                  // 95: steward.v1.SettleState
+	(RevalidationReason)(0),           // 96: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),       // 97: google.protobuf.Duration
+	(*ToolContract)(nil),              // 98: steward.v1.ToolContract
+	(*SignedCredential)(nil),          // 99: steward.v1.SignedCredential
+	(*Artifact)(nil),                  // 100: steward.v1.Artifact
+	(*CriterionResult)(nil),           // 101: steward.v1.CriterionResult
+	(*ExecutionReport)(nil),           // 102: steward.v1.ExecutionReport
+	(*Decision)(nil),                  // 103: steward.v1.Decision
+	(*ContextItem)(nil),               // 104: steward.v1.ContextItem
+	(*ScheduleSpec)(nil),              // 105: steward.v1.ScheduleSpec
+	(*ScheduleTemplate)(nil),          // 106: steward.v1.ScheduleTemplate
+	(*Overlap)(nil),                   // 107: steward.v1.Overlap
+	(*CatchUp)(nil),                   // 108: steward.v1.CatchUp
+	(*ScheduleFiring)(nil),            // 109: steward.v1.ScheduleFiring
+	(*ScheduleRunEnd)(nil),            // 110: steward.v1.ScheduleRunEnd
+	(*Objective)(nil),                 // 111: steward.v1.Objective
+	(ObjectiveStatus)(0),              // 112: steward.v1.ObjectiveStatus
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	67,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	69,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,   // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
 	3,   // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
 	4,   // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
@@ -6013,9 +6170,9 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	52,  // 52: steward.v1.Event.input_reminded:type_name -> steward.v1.InputReminded
 	53,  // 53: steward.v1.Event.input_escalated:type_name -> steward.v1.InputEscalated
 	55,  // 54: steward.v1.Event.milestone_progressed:type_name -> steward.v1.MilestoneProgressed
-	68,  // 55: steward.v1.Event.contract_revision_proposed:type_name -> steward.v1.ContractRevisionProposed
-	69,  // 56: steward.v1.Event.contract_revision_evaluated:type_name -> steward.v1.ContractRevisionEvaluated
-	70,  // 57: steward.v1.Event.contract_revision_decided:type_name -> steward.v1.ContractRevisionDecided
+	70,  // 55: steward.v1.Event.contract_revision_proposed:type_name -> steward.v1.ContractRevisionProposed
+	71,  // 56: steward.v1.Event.contract_revision_evaluated:type_name -> steward.v1.ContractRevisionEvaluated
+	72,  // 57: steward.v1.Event.contract_revision_decided:type_name -> steward.v1.ContractRevisionDecided
 	57,  // 58: steward.v1.Event.schedule_created:type_name -> steward.v1.ScheduleCreated
 	58,  // 59: steward.v1.Event.schedule_paused:type_name -> steward.v1.SchedulePaused
 	59,  // 60: steward.v1.Event.schedule_resumed:type_name -> steward.v1.ScheduleResumed
@@ -6023,74 +6180,77 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	61,  // 62: steward.v1.Event.schedule_fired:type_name -> steward.v1.ScheduleFired
 	62,  // 63: steward.v1.Event.schedule_run_started:type_name -> steward.v1.ScheduleRunStarted
 	63,  // 64: steward.v1.Event.schedule_run_ended:type_name -> steward.v1.ScheduleRunEnded
-	64,  // 65: steward.v1.Event.objective_created:type_name -> steward.v1.ObjectiveCreated
-	65,  // 66: steward.v1.Event.objective_closed:type_name -> steward.v1.ObjectiveClosed
-	66,  // 67: steward.v1.Event.objective_task_added:type_name -> steward.v1.ObjectiveTaskAdded
-	71,  // 68: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	72,  // 69: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
-	73,  // 70: steward.v1.TaskCreated.schedule_run:type_name -> steward.v1.ScheduleRun
-	74,  // 71: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	75,  // 72: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	67,  // 73: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	67,  // 74: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	76,  // 75: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	77,  // 76: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	78,  // 77: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	79,  // 78: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
-	80,  // 79: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	81,  // 80: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
-	67,  // 81: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	82,  // 82: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	83,  // 83: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	84,  // 84: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	67,  // 85: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	85,  // 86: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	80,  // 87: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	81,  // 88: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
-	86,  // 89: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	81,  // 90: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
-	87,  // 91: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	88,  // 92: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	89,  // 93: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	80,  // 94: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	90,  // 95: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	91,  // 96: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	92,  // 97: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	67,  // 98: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	93,  // 99: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	94,  // 100: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	95,  // 101: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	95,  // 102: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
-	0,   // 103: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,   // 104: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	67,  // 105: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	96,  // 106: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,   // 107: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	97,  // 108: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	97,  // 109: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	98,  // 110: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	99,  // 111: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	100, // 112: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
-	101, // 113: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	95,  // 114: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
-	95,  // 115: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
-	95,  // 116: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
-	95,  // 117: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
-	102, // 118: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	103, // 119: steward.v1.ScheduleCreated.spec:type_name -> steward.v1.ScheduleSpec
-	104, // 120: steward.v1.ScheduleCreated.template:type_name -> steward.v1.ScheduleTemplate
-	105, // 121: steward.v1.ScheduleCreated.overlap:type_name -> steward.v1.Overlap
-	106, // 122: steward.v1.ScheduleCreated.catch_up:type_name -> steward.v1.CatchUp
-	107, // 123: steward.v1.ScheduleFired.firing:type_name -> steward.v1.ScheduleFiring
-	67,  // 124: steward.v1.ScheduleRunStarted.firing_time:type_name -> google.protobuf.Timestamp
-	108, // 125: steward.v1.ScheduleRunEnded.end:type_name -> steward.v1.ScheduleRunEnd
-	109, // 126: steward.v1.ObjectiveCreated.objective:type_name -> steward.v1.Objective
-	110, // 127: steward.v1.ObjectiveClosed.status:type_name -> steward.v1.ObjectiveStatus
-	128, // [128:128] is the sub-list for method output_type
-	128, // [128:128] is the sub-list for method input_type
-	128, // [128:128] is the sub-list for extension type_name
-	128, // [128:128] is the sub-list for extension extendee
-	0,   // [0:128] is the sub-list for field type_name
+	64,  // 65: steward.v1.Event.schedule_credential_issued:type_name -> steward.v1.ScheduleCredentialIssued
+	65,  // 66: steward.v1.Event.schedule_credential_revoked:type_name -> steward.v1.ScheduleCredentialRevoked
+	66,  // 67: steward.v1.Event.objective_created:type_name -> steward.v1.ObjectiveCreated
+	67,  // 68: steward.v1.Event.objective_closed:type_name -> steward.v1.ObjectiveClosed
+	68,  // 69: steward.v1.Event.objective_task_added:type_name -> steward.v1.ObjectiveTaskAdded
+	73,  // 70: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	74,  // 71: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
+	75,  // 72: steward.v1.TaskCreated.schedule_run:type_name -> steward.v1.ScheduleRun
+	76,  // 73: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	77,  // 74: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	69,  // 75: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	69,  // 76: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	78,  // 77: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	79,  // 78: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	80,  // 79: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	81,  // 80: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	82,  // 81: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	83,  // 82: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
+	69,  // 83: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	84,  // 84: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	85,  // 85: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	86,  // 86: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	69,  // 87: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	87,  // 88: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	82,  // 89: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	83,  // 90: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
+	88,  // 91: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	83,  // 92: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
+	89,  // 93: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	90,  // 94: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	91,  // 95: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	82,  // 96: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	92,  // 97: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	93,  // 98: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	94,  // 99: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	69,  // 100: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	95,  // 101: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	96,  // 102: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	97,  // 103: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	97,  // 104: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
+	0,   // 105: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,   // 106: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	69,  // 107: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	98,  // 108: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,   // 109: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	99,  // 110: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	99,  // 111: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	100, // 112: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	101, // 113: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	102, // 114: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
+	103, // 115: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	97,  // 116: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
+	97,  // 117: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
+	97,  // 118: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
+	97,  // 119: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
+	104, // 120: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	105, // 121: steward.v1.ScheduleCreated.spec:type_name -> steward.v1.ScheduleSpec
+	106, // 122: steward.v1.ScheduleCreated.template:type_name -> steward.v1.ScheduleTemplate
+	107, // 123: steward.v1.ScheduleCreated.overlap:type_name -> steward.v1.Overlap
+	108, // 124: steward.v1.ScheduleCreated.catch_up:type_name -> steward.v1.CatchUp
+	109, // 125: steward.v1.ScheduleFired.firing:type_name -> steward.v1.ScheduleFiring
+	69,  // 126: steward.v1.ScheduleRunStarted.firing_time:type_name -> google.protobuf.Timestamp
+	110, // 127: steward.v1.ScheduleRunEnded.end:type_name -> steward.v1.ScheduleRunEnd
+	99,  // 128: steward.v1.ScheduleCredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	111, // 129: steward.v1.ObjectiveCreated.objective:type_name -> steward.v1.Objective
+	112, // 130: steward.v1.ObjectiveClosed.status:type_name -> steward.v1.ObjectiveStatus
+	131, // [131:131] is the sub-list for method output_type
+	131, // [131:131] is the sub-list for method input_type
+	131, // [131:131] is the sub-list for extension type_name
+	131, // [131:131] is the sub-list for extension extendee
+	0,   // [0:131] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -6174,6 +6334,8 @@ func file_steward_v1_event_proto_init() {
 		(*Event_ScheduleFired)(nil),
 		(*Event_ScheduleRunStarted)(nil),
 		(*Event_ScheduleRunEnded)(nil),
+		(*Event_ScheduleCredentialIssued)(nil),
+		(*Event_ScheduleCredentialRevoked)(nil),
 		(*Event_ObjectiveCreated)(nil),
 		(*Event_ObjectiveClosed)(nil),
 		(*Event_ObjectiveTaskAdded)(nil),
@@ -6184,7 +6346,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   66,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -372,9 +372,14 @@ func (x *DecideApprovalResponse) GetApproval() *Approval {
 }
 
 type RevokeCredentialRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task whose credential is revoked; or, instead, schedule_id.
+	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The schedule whose credential is revoked: it stops, and its runs may
+	// not act further. Its creator or an operator; exactly one of task_id
+	// and schedule_id.
+	ScheduleId    string `protobuf:"bytes,70,opt,name=schedule_id,json=scheduleId,proto3" json:"schedule_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -419,6 +424,13 @@ func (x *RevokeCredentialRequest) GetTaskId() string {
 func (x *RevokeCredentialRequest) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *RevokeCredentialRequest) GetScheduleId() string {
+	if x != nil {
+		return x.ScheduleId
 	}
 	return ""
 }
@@ -694,10 +706,12 @@ const file_steward_v1_governance_service_proto_rawDesc = "" +
 	"\tplan_hash\x18\x05 \x01(\tR\bplanHash\x12>\n" +
 	"\x0eamended_params\x18\x06 \x01(\v2\x17.google.protobuf.StructR\ramendedParams\"J\n" +
 	"\x16DecideApprovalResponse\x120\n" +
-	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"J\n" +
+	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"k\n" +
 	"\x17RevokeCredentialRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"W\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1f\n" +
+	"\vschedule_id\x18F \x01(\tR\n" +
+	"scheduleId\"W\n" +
 	"\x18RevokeCredentialResponse\x12;\n" +
 	"\n" +
 	"credential\x18\x01 \x01(\v2\x1b.steward.v1.CredentialStateR\n" +

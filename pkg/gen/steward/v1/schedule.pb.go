@@ -155,6 +155,9 @@ const (
 	ScheduleStatus_SCHEDULE_STATUS_DELETED ScheduleStatus = 3
 	// Past its end_time: it fires no more.
 	ScheduleStatus_SCHEDULE_STATUS_ENDED ScheduleStatus = 4
+	// Its credential was revoked: it makes no run again (a firing already
+	// due is recorded REVOKED), and its record stays.
+	ScheduleStatus_SCHEDULE_STATUS_REVOKED ScheduleStatus = 5
 )
 
 // Enum value maps for ScheduleStatus.
@@ -165,6 +168,7 @@ var (
 		2: "SCHEDULE_STATUS_PAUSED",
 		3: "SCHEDULE_STATUS_DELETED",
 		4: "SCHEDULE_STATUS_ENDED",
+		5: "SCHEDULE_STATUS_REVOKED",
 	}
 	ScheduleStatus_value = map[string]int32{
 		"SCHEDULE_STATUS_UNSPECIFIED": 0,
@@ -172,6 +176,7 @@ var (
 		"SCHEDULE_STATUS_PAUSED":      2,
 		"SCHEDULE_STATUS_DELETED":     3,
 		"SCHEDULE_STATUS_ENDED":       4,
+		"SCHEDULE_STATUS_REVOKED":     5,
 	}
 )
 
@@ -225,6 +230,8 @@ const (
 	// Not run: its run's budget would take the sum of the runs' budgets
 	// past the schedule's runs_budget (reason says which).
 	FiringDisposition_FIRING_DISPOSITION_OVER_BUDGET FiringDisposition = 7
+	// Not run: the schedule's credential was revoked.
+	FiringDisposition_FIRING_DISPOSITION_REVOKED FiringDisposition = 8
 )
 
 // Enum value maps for FiringDisposition.
@@ -238,6 +245,7 @@ var (
 		5: "FIRING_DISPOSITION_CANCELLED_PREVIOUS",
 		6: "FIRING_DISPOSITION_REFUSED",
 		7: "FIRING_DISPOSITION_OVER_BUDGET",
+		8: "FIRING_DISPOSITION_REVOKED",
 	}
 	FiringDisposition_value = map[string]int32{
 		"FIRING_DISPOSITION_UNSPECIFIED":        0,
@@ -248,6 +256,7 @@ var (
 		"FIRING_DISPOSITION_CANCELLED_PREVIOUS": 5,
 		"FIRING_DISPOSITION_REFUSED":            6,
 		"FIRING_DISPOSITION_OVER_BUDGET":        7,
+		"FIRING_DISPOSITION_REVOKED":            8,
 	}
 )
 
@@ -999,6 +1008,9 @@ type Schedule struct {
 	RunsAccepted  uint64 `protobuf:"varint,26,opt,name=runs_accepted,json=runsAccepted,proto3" json:"runs_accepted,omitempty"`
 	RunsFailed    uint64 `protobuf:"varint,27,opt,name=runs_failed,json=runsFailed,proto3" json:"runs_failed,omitempty"`
 	RunsCancelled uint64 `protobuf:"varint,28,opt,name=runs_cancelled,json=runsCancelled,proto3" json:"runs_cancelled,omitempty"`
+	// The schedule's own credential (governance): each run's is delegated
+	// from it. Unset until governance issues it.
+	Credential    *CredentialState `protobuf:"bytes,20,opt,name=credential,proto3" json:"credential,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1194,12 +1206,19 @@ func (x *Schedule) GetRunsCancelled() uint64 {
 	return 0
 }
 
+func (x *Schedule) GetCredential() *CredentialState {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
+}
+
 var File_steward_v1_schedule_proto protoreflect.FileDescriptor
 
 const file_steward_v1_schedule_proto_rawDesc = "" +
 	"\n" +
 	"\x19steward/v1/schedule.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19steward/v1/contract.proto\x1a\x15steward/v1/plan.proto\"\xf5\x01\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/plan.proto\"\xf5\x01\n" +
 	"\fScheduleSpec\x12\x14\n" +
 	"\x04cron\x18\x01 \x01(\tH\x00R\x04cron\x127\n" +
 	"\binterval\x18\x02 \x01(\v2\x19.google.protobuf.DurationH\x00R\binterval\x12\x1b\n" +
@@ -1254,7 +1273,7 @@ const file_steward_v1_schedule_proto_rawDesc = "" +
 	"scheduleId\x12;\n" +
 	"\vfiring_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"firingTime\x12(\n" +
-	"\x10previous_task_id\x18\x03 \x01(\tR\x0epreviousTaskId\"\x9c\b\n" +
+	"\x10previous_task_id\x18\x03 \x01(\tR\x0epreviousTaskId\"\xd9\b\n" +
 	"\bSchedule\x12\x1f\n" +
 	"\vschedule_id\x18\x01 \x01(\tR\n" +
 	"scheduleId\x12\x16\n" +
@@ -1285,7 +1304,10 @@ const file_steward_v1_schedule_proto_rawDesc = "" +
 	"\rruns_accepted\x18\x1a \x01(\x04R\frunsAccepted\x12\x1f\n" +
 	"\vruns_failed\x18\x1b \x01(\x04R\n" +
 	"runsFailed\x12%\n" +
-	"\x0eruns_cancelled\x18\x1c \x01(\x04R\rrunsCancelled*\x86\x01\n" +
+	"\x0eruns_cancelled\x18\x1c \x01(\x04R\rrunsCancelled\x12;\n" +
+	"\n" +
+	"credential\x18\x14 \x01(\v2\x1b.steward.v1.CredentialStateR\n" +
+	"credential*\x86\x01\n" +
 	"\rOverlapPolicy\x12\x1e\n" +
 	"\x1aOVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13OVERLAP_POLICY_SKIP\x10\x01\x12\x18\n" +
@@ -1295,13 +1317,14 @@ const file_steward_v1_schedule_proto_rawDesc = "" +
 	"\x19CATCH_UP_RULE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12CATCH_UP_RULE_NONE\x10\x01\x12\x16\n" +
 	"\x12CATCH_UP_RULE_LAST\x10\x02\x12\x1c\n" +
-	"\x18CATCH_UP_RULE_ALL_WITHIN\x10\x03*\xa1\x01\n" +
+	"\x18CATCH_UP_RULE_ALL_WITHIN\x10\x03*\xbe\x01\n" +
 	"\x0eScheduleStatus\x12\x1f\n" +
 	"\x1bSCHEDULE_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16SCHEDULE_STATUS_ACTIVE\x10\x01\x12\x1a\n" +
 	"\x16SCHEDULE_STATUS_PAUSED\x10\x02\x12\x1b\n" +
 	"\x17SCHEDULE_STATUS_DELETED\x10\x03\x12\x19\n" +
-	"\x15SCHEDULE_STATUS_ENDED\x10\x04*\xa4\x02\n" +
+	"\x15SCHEDULE_STATUS_ENDED\x10\x04\x12\x1b\n" +
+	"\x17SCHEDULE_STATUS_REVOKED\x10\x05*\xc4\x02\n" +
 	"\x11FiringDisposition\x12\"\n" +
 	"\x1eFIRING_DISPOSITION_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aFIRING_DISPOSITION_STARTED\x10\x01\x12\x1e\n" +
@@ -1310,7 +1333,8 @@ const file_steward_v1_schedule_proto_rawDesc = "" +
 	"\x19FIRING_DISPOSITION_MISSED\x10\x04\x12)\n" +
 	"%FIRING_DISPOSITION_CANCELLED_PREVIOUS\x10\x05\x12\x1e\n" +
 	"\x1aFIRING_DISPOSITION_REFUSED\x10\x06\x12\"\n" +
-	"\x1eFIRING_DISPOSITION_OVER_BUDGET\x10\a*v\n" +
+	"\x1eFIRING_DISPOSITION_OVER_BUDGET\x10\a\x12\x1e\n" +
+	"\x1aFIRING_DISPOSITION_REVOKED\x10\b*v\n" +
 	"\n" +
 	"RunOutcome\x12\x1b\n" +
 	"\x17RUN_OUTCOME_UNSPECIFIED\x10\x00\x12\x18\n" +
@@ -1354,6 +1378,7 @@ var file_steward_v1_schedule_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
 	(*TaskContract)(nil),          // 16: steward.v1.TaskContract
 	(*Plan)(nil),                  // 17: steward.v1.Plan
+	(*CredentialState)(nil),       // 18: steward.v1.CredentialState
 }
 var file_steward_v1_schedule_proto_depIdxs = []int32{
 	14, // 0: steward.v1.ScheduleSpec.interval:type_name -> google.protobuf.Duration
@@ -1385,11 +1410,12 @@ var file_steward_v1_schedule_proto_depIdxs = []int32{
 	10, // 26: steward.v1.Schedule.recent_firings:type_name -> steward.v1.ScheduleFiring
 	15, // 27: steward.v1.Schedule.queued:type_name -> google.protobuf.Timestamp
 	11, // 28: steward.v1.Schedule.last_run_end:type_name -> steward.v1.ScheduleRunEnd
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	18, // 29: steward.v1.Schedule.credential:type_name -> steward.v1.CredentialState
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_schedule_proto_init() }
@@ -1398,6 +1424,7 @@ func file_steward_v1_schedule_proto_init() {
 		return
 	}
 	file_steward_v1_contract_proto_init()
+	file_steward_v1_credential_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_schedule_proto_msgTypes[0].OneofWrappers = []any{
 		(*ScheduleSpec_Cron)(nil),

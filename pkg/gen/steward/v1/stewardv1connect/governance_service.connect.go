@@ -68,7 +68,9 @@ type GovernanceServiceClient interface {
 	DecideApproval(context.Context, *connect.Request[v1.DecideApprovalRequest]) (*connect.Response[v1.DecideApprovalResponse], error)
 	// RevokeCredential revokes a task's credential: nothing more is
 	// permitted to the task or to any task delegated from it, and its open
-	// approvals are closed. With --auth it needs the operator role.
+	// approvals are closed. With --auth it needs the operator role. Naming a
+	// schedule instead, it revokes the schedule's credential: the schedule
+	// stops and its runs may not act further; its creator or an operator.
 	RevokeCredential(context.Context, *connect.Request[v1.RevokeCredentialRequest]) (*connect.Response[v1.RevokeCredentialResponse], error)
 	// RenewCredential re-issues a task's credential with a later expiry and
 	// nothing it allows changed: for a task still at work when its credential
@@ -190,7 +192,9 @@ type GovernanceServiceHandler interface {
 	DecideApproval(context.Context, *connect.Request[v1.DecideApprovalRequest]) (*connect.Response[v1.DecideApprovalResponse], error)
 	// RevokeCredential revokes a task's credential: nothing more is
 	// permitted to the task or to any task delegated from it, and its open
-	// approvals are closed. With --auth it needs the operator role.
+	// approvals are closed. With --auth it needs the operator role. Naming a
+	// schedule instead, it revokes the schedule's credential: the schedule
+	// stops and its runs may not act further; its creator or an operator.
 	RevokeCredential(context.Context, *connect.Request[v1.RevokeCredentialRequest]) (*connect.Response[v1.RevokeCredentialResponse], error)
 	// RenewCredential re-issues a task's credential with a later expiry and
 	// nothing it allows changed: for a task still at work when its credential

@@ -471,6 +471,18 @@ export declare type Event = Message<"steward.v1.Event"> & {
     case: "scheduleRunEnded";
   } | {
     /**
+     * @generated from field: steward.v1.ScheduleCredentialIssued schedule_credential_issued = 94;
+     */
+    value: ScheduleCredentialIssued;
+    case: "scheduleCredentialIssued";
+  } | {
+    /**
+     * @generated from field: steward.v1.ScheduleCredentialRevoked schedule_credential_revoked = 95;
+     */
+    value: ScheduleCredentialRevoked;
+    case: "scheduleCredentialRevoked";
+  } | {
+    /**
      * @generated from field: steward.v1.ObjectiveCreated objective_created = 82;
      */
     value: ObjectiveCreated;
@@ -2516,6 +2528,60 @@ export declare type ScheduleRunEnded = Message<"steward.v1.ScheduleRunEnded"> & 
  * Use `create(ScheduleRunEndedSchema)` to create a new message.
  */
 export declare const ScheduleRunEndedSchema: GenMessage<ScheduleRunEnded>;
+
+/**
+ * ScheduleCredentialIssued records a schedule's signed credential
+ * (governance plane, on the schedule's chain): issued for its creator when
+ * it is created, bounded by its template contract, and re-issued with a
+ * later expiry (renewal_reason set) as the schedule runs. Each run's
+ * credential is delegated from it (docs/schedules.md, "Credential").
+ *
+ * @generated from message steward.v1.ScheduleCredentialIssued
+ */
+export declare type ScheduleCredentialIssued = Message<"steward.v1.ScheduleCredentialIssued"> & {
+  /**
+   * @generated from field: steward.v1.SignedCredential credential = 1;
+   */
+  credential?: SignedCredential | undefined;
+
+  /**
+   * Set when this re-issues the credential with a later expiry: why.
+   *
+   * @generated from field: string renewal_reason = 2;
+   */
+  renewalReason: string;
+};
+
+/**
+ * Describes the message steward.v1.ScheduleCredentialIssued.
+ * Use `create(ScheduleCredentialIssuedSchema)` to create a new message.
+ */
+export declare const ScheduleCredentialIssuedSchema: GenMessage<ScheduleCredentialIssued>;
+
+/**
+ * ScheduleCredentialRevoked withdraws a schedule's credential (governance
+ * plane): the schedule stops (REVOKED), no firing makes a run since, and
+ * no run delegated from it may act further.
+ *
+ * @generated from message steward.v1.ScheduleCredentialRevoked
+ */
+export declare type ScheduleCredentialRevoked = Message<"steward.v1.ScheduleCredentialRevoked"> & {
+  /**
+   * @generated from field: string credential_id = 1;
+   */
+  credentialId: string;
+
+  /**
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message steward.v1.ScheduleCredentialRevoked.
+ * Use `create(ScheduleCredentialRevokedSchema)` to create a new message.
+ */
+export declare const ScheduleCredentialRevokedSchema: GenMessage<ScheduleCredentialRevoked>;
 
 /**
  * ObjectiveCreated opens an objective on its own chain (control plane,

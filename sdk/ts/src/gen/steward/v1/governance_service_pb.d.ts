@@ -179,6 +179,8 @@ export declare const DecideApprovalResponseSchema: GenMessage<DecideApprovalResp
  */
 export declare type RevokeCredentialRequest = Message<"steward.v1.RevokeCredentialRequest"> & {
   /**
+   * The task whose credential is revoked; or, instead, schedule_id.
+   *
    * @generated from field: string task_id = 1;
    */
   taskId: string;
@@ -187,6 +189,15 @@ export declare type RevokeCredentialRequest = Message<"steward.v1.RevokeCredenti
    * @generated from field: string reason = 2;
    */
   reason: string;
+
+  /**
+   * The schedule whose credential is revoked: it stops, and its runs may
+   * not act further. Its creator or an operator; exactly one of task_id
+   * and schedule_id.
+   *
+   * @generated from field: string schedule_id = 70;
+   */
+  scheduleId: string;
 };
 
 /**
@@ -336,7 +347,9 @@ export declare const GovernanceService: GenService<{
   /**
    * RevokeCredential revokes a task's credential: nothing more is
    * permitted to the task or to any task delegated from it, and its open
-   * approvals are closed. With --auth it needs the operator role.
+   * approvals are closed. With --auth it needs the operator role. Naming a
+   * schedule instead, it revokes the schedule's credential: the schedule
+   * stops and its runs may not act further; its creator or an operator.
    *
    * @generated from rpc steward.v1.GovernanceService.RevokeCredential
    */

@@ -7,6 +7,7 @@ import type { Message } from "@bufbuild/protobuf";
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
 import type { TaskContract } from "./contract_pb.js";
 import type { Plan } from "./plan_pb.js";
+import type { CredentialState } from "./credential_pb.js";
 
 /**
  * Describes the file steward/v1/schedule.proto.
@@ -489,6 +490,14 @@ export declare type Schedule = Message<"steward.v1.Schedule"> & {
    * @generated from field: uint64 runs_cancelled = 28;
    */
   runsCancelled: bigint;
+
+  /**
+   * The schedule's own credential (governance): each run's is delegated
+   * from it. Unset until governance issues it.
+   *
+   * @generated from field: steward.v1.CredentialState credential = 20;
+   */
+  credential?: CredentialState | undefined;
 };
 
 /**
@@ -618,6 +627,14 @@ export enum ScheduleStatus {
    * @generated from enum value: SCHEDULE_STATUS_ENDED = 4;
    */
   ENDED = 4,
+
+  /**
+   * Its credential was revoked: it makes no run again (a firing already
+   * due is recorded REVOKED), and its record stays.
+   *
+   * @generated from enum value: SCHEDULE_STATUS_REVOKED = 5;
+   */
+  REVOKED = 5,
 }
 
 /**
@@ -688,6 +705,13 @@ export enum FiringDisposition {
    * @generated from enum value: FIRING_DISPOSITION_OVER_BUDGET = 7;
    */
   OVER_BUDGET = 7,
+
+  /**
+   * Not run: the schedule's credential was revoked.
+   *
+   * @generated from enum value: FIRING_DISPOSITION_REVOKED = 8;
+   */
+  REVOKED = 8,
 }
 
 /**
