@@ -154,9 +154,6 @@ func TestConsoleObjectivesTreeAndVersions(t *testing.T) {
 		ms("collect"), ms("collect"), ms("collect"), ms("collect"), ms("collect"), ms("write"), ms("write")))
 	ops.until(fmt.Sprintf(`!!document.querySelector('#versions [data-open-revision=%q] [data-cannot-decide-revision]') && document.querySelector('#versions [data-waits-for]').textContent.includes('user:bo')`, w.revision.RevisionId))
 	ops.accessible("a task's page with its tree, milestones and an open revision")
-	ops.screenshot("#versions", "revision")
-	ops.screenshot("#milestones", "milestones")
-	ops.screenshot("#subtasks", "tree")
 
 	viewer := openConsole(t, b, h.url, viewerToken)
 	viewer.goTo("#/task/" + w.root)
