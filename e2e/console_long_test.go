@@ -164,6 +164,15 @@ func TestConsoleObjectivesTreeAndVersions(t *testing.T) {
 		t.Fatalf("a viewer's DecideContractRevision from the console: %s, want permission_denied", forged)
 	}
 
+	// A role's holder may still reject once another holder approved
+	// (the owner's approval owed): the server takes it, the page offers it.
+	mayReject := eval[string](viewer, `import('/console/versions.js').then(m => JSON.stringify(m.mayDecide({contract: {accountableOwnerRef: 'user:bo'}},
+		{proposedBy: 'agent:a', policyApprovedBy: 'user:cfo', snapshot: {decision: 'POLICY_DECISION_REQUIRE_APPROVAL', requiredApproverRoles: ['finance']}},
+		{principal: 'user:dee', roles: ['finance']})))`)
+	if !strings.Contains(mayReject, `"ok":true,"approve":false`) {
+		t.Errorf("a role's holder after another's approval: the page's rule says %s, want a rejection offered", mayReject)
+	}
+
 	bo := openConsole(t, b, h.url, approverToken)
 	bo.goTo("#/task/" + w.root)
 	bo.until(`!!document.querySelector('[data-do="approve-revision"]:enabled')`)
@@ -258,6 +267,8 @@ func TestConsoleSchedules(t *testing.T) {
 	// The run's page names its schedule.
 	viewer.goTo("#/task/" + run)
 	viewer.until(fmt.Sprintf(`!!document.querySelector('.task-head a[href="#/schedule/%s"]')`, id))
+	// Its intent, the template's, is as inert in the run's heading as on the schedule's page.
+	viewer.until(`(e => e.innerText.includes('\\u202E') && !e.innerText.includes('\u202E'))(document.querySelector('.task-head h1'))`)
 
 	ops := openConsole(t, b, h.url, operatorToken)
 	ops.goTo("#/schedule/" + id)
@@ -269,10 +280,106 @@ func TestConsoleSchedules(t *testing.T) {
 		t.Fatalf("after the page's pause: %v, %v", paused, err)
 	}
 	ops.accessible("a paused schedule's page")
+	obj, err := h.agent.tasks.CreateObjective(ctx, connect.NewRequest(&stewardv1.CreateObjectiveRequest{RequestId: "console-slow", Intent: "Answered late"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keepsToItsReads(t, ops, id, obj.Msg.Objective.ObjectiveId)
 
 	globex := openConsole(t, b, h.url, globexApproverToken)
 	globex.goTo("#/schedule/" + id)
 	globex.until(`!!document.querySelector('.error[data-code="not_found"]')`)
 	globex.goTo("#/schedules")
 	globex.until(`!!document.querySelector('main .empty') && document.querySelector('main .empty').textContent === 'No schedule yet.'`)
+}
+
+// heldReads wraps the page's fetch and its 5-second timers: a read whose
+// method __hold names is answered only when __release() says so (and
+// __settled counts those drawn, or not, after), __gets counts the
+// schedule reads sent, and a 5-second timer fires when __tick() says so
+// (a setInterval's each time, a setTimeout's once), never by the clock.
+const heldReads = `(() => {
+  const realFetch = window.fetch.bind(window);
+  Object.assign(window, { __hold: '', __held: [], __gets: 0, __settled: 0, __timers: new Map() });
+  window.fetch = async (url, init) => {
+    const held = window.__hold !== '' && String(url).endsWith(window.__hold);
+    if (String(url).endsWith('/GetSchedule')) window.__gets++;
+    const r = await realFetch(url, init);
+    if (!held || window.__hold === '') return r; // released before it came
+    await new Promise((go) => window.__held.push(go));
+    const json = r.json.bind(r);
+    r.json = () => json().then((v) => { setTimeout(() => { window.__settled++; }, 0); return v; });
+    return r;
+  };
+  window.__release = () => { const hs = window.__held; window.__held = []; hs.forEach((go) => go()); return hs.length; };
+  let ids = 0;
+  const wrap = (real, repeat) => (f, ms, ...a) => {
+    if (ms !== 5000) return real(f, ms, ...a);
+    const id = 'held-' + (++ids);
+    window.__timers.set(id, { f, repeat });
+    return id;
+  };
+  const unwrap = (real) => (id) => (window.__timers.has(id) ? window.__timers.delete(id) : real(id));
+  window.setInterval = wrap(window.setInterval.bind(window), true);
+  window.setTimeout = wrap(window.setTimeout.bind(window), false);
+  window.clearInterval = unwrap(window.clearInterval.bind(window));
+  window.clearTimeout = unwrap(window.clearTimeout.bind(window));
+  window.__tick = () => { for (const [id, t] of [...window.__timers]) { if (!t.repeat) window.__timers.delete(id); t.f(); } };
+  return true;
+})()`
+
+// untilFlag waits for cond as until does, checking it on every frame: a
+// window flag's change is no change of the DOM.
+func untilFlag(p *page, cond string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, browserWait+5*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](cond, chromedp.WithPollingTimeout(browserWait))); err != nil {
+		p.t.Fatalf("waiting for %s: %v\nthe page shows:\n%s", cond, err, p.text("main"))
+	}
+}
+
+// keepsToItsReads: a schedule's refresh sends its next read only once
+// the last one answered, however often its timer comes; a page left
+// while its read is out draws nothing when the answer comes and leaves
+// no refresh behind; an objective's page answered late does not take the
+// place of the page the person went on to.
+func keepsToItsReads(t *testing.T, p *page, scheduleID, objectiveID string) {
+	t.Helper()
+	p.goTo("#/schedules")
+	untilFlag(p, `!!document.querySelector('tr[data-schedule-id]')`)
+	eval[bool](p, heldReads)
+	p.goTo("#/schedule/" + scheduleID)
+	untilFlag(p, `!!document.querySelector('[data-spec]') && window.__timers.size === 1`)
+	before := eval[int](p, `window.__hold = '/GetSchedule'; window.__gets`)
+	eval[bool](p, `window.__tick(); window.__tick(); window.__tick(); true`)
+	if sent := eval[int](p, `window.__gets`) - before; sent != 1 {
+		t.Errorf("three refresh timers with a read unanswered sent %d reads, want 1", sent)
+	}
+	untilFlag(p, `window.__held.length >= 1`)
+	eval[int](p, `window.__hold = ''; window.__release()`)
+	untilFlag(p, `window.__settled >= 1 && window.__timers.size === 1`)
+
+	// Left during its first read: the schedule page.
+	eval[string](p, `window.__hold = '/GetSchedule'; ''`)
+	p.goTo("#/schedule/" + scheduleID + "?again=1")
+	untilFlag(p, `window.__held.length === 1`)
+	p.goTo("#/schedules")
+	untilFlag(p, `document.querySelector('main h1').textContent === 'Schedules' && !!document.querySelector('tr[data-schedule-id]')`)
+	settled := eval[int](p, `window.__hold = ''; window.__release(); window.__settled`)
+	untilFlag(p, fmt.Sprintf(`window.__settled > %d`, settled))
+	if n := eval[int](p, `window.__timers.size`); n != 0 {
+		t.Errorf("a schedule page left during its first read leaves %d refresh timers behind", n)
+	}
+	// Left during its read: an objective's page.
+	eval[string](p, `window.__hold = '/GetObjective'; ''`)
+	p.goTo("#/objective/" + objectiveID)
+	untilFlag(p, `window.__held.length === 1`)
+	p.goTo("#/schedules?size=1")
+	untilFlag(p, `document.querySelector('main h1').textContent === 'Schedules' && !!document.querySelector('tr[data-schedule-id]')`)
+	settled = eval[int](p, `window.__hold = ''; window.__release(); window.__settled`)
+	untilFlag(p, fmt.Sprintf(`window.__settled > %d`, settled))
+	if h1 := eval[string](p, `document.querySelector('main h1').textContent`); h1 != "Schedules" {
+		t.Errorf("an objective's page answered after the person went on shows %q where the schedules list was", h1)
+	}
 }

@@ -74,7 +74,11 @@ async function route() {
     if (path.startsWith('/' + a.dataset.nav)) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
-  const ctx = { me, main, params, onLeave: (f) => { const prev = leave; leave = () => { prev(); f(); }; } };
+  // left says a later route replaced this one: an answer read for it
+  // arrives too late to draw, or to start a refresh.
+  let gone = false;
+  leave = () => { gone = true; };
+  const ctx = { me, main, params, left: () => gone, onLeave: (f) => { const prev = leave; leave = () => { prev(); f(); }; } };
   const id = (prefix) => decodeURIComponent(path.slice(prefix.length));
   if (path.startsWith('/task/')) await taskPage(ctx, id('/task/'));
   else if (path === '/inbox') await inboxPage(ctx);

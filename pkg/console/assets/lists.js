@@ -14,9 +14,11 @@ export async function listPage(ctx, spec) {
   try {
     resp = await call(spec.method, { pageSize: pageSize(p), pageToken: p.get('page') || undefined });
   } catch (err) {
+    if (ctx.left()) return;
     ctx.main.replaceChildren(title, failure(err, 'Listing ' + spec.title.toLowerCase()));
     return;
   }
+  if (ctx.left()) return;
   const items = resp[spec.key] || [];
   ctx.main.replaceChildren(title,
     items.length ? grid(spec.caption, spec.heads, items.map(spec.row)) : h('p', { class: 'empty' }, spec.empty),

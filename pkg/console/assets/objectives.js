@@ -87,9 +87,11 @@ export async function objectivePage(ctx, id) {
   try {
     resp = await call('QueryService/GetObjective', { objectiveId: id, pageSize: pageSize(p), pageToken: p.get('page') || undefined });
   } catch (err) {
+    if (ctx.left()) return;
     ctx.main.replaceChildren(h('h1', {}, 'Objective ', id), failure(err, err.code === 'not_found' ? 'Not found' : 'Reading the objective'));
     return;
   }
+  if (ctx.left()) return;
   const o = resp.objective, pr = resp.progress || {};
   const tasks = resp.tasks || [];
   const cur = (o.budget || {}).currency || '';

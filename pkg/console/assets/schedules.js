@@ -169,26 +169,34 @@ const refreshEvery = 5000;
 
 export async function schedulePage(ctx, id) {
   ctx.main.replaceChildren(h('p', { 'aria-busy': 'true' }, 'Loading ', id, '…'));
-  let shown = '', gone = false;
-  ctx.onLeave(() => { gone = true; });
+  // seq orders what the page draws: an answer to a read started before
+  // the latest one, or before a pause's own answer, is not drawn.
+  let shown = '', seq = 0, timer = 0;
   const show = (s) => {
     const sig = JSON.stringify(s);
-    if (gone || sig === shown) return;
+    if (ctx.left() || sig === shown) return;
     shown = sig;
-    draw(ctx, s, show);
+    draw(ctx, s, (next) => { seq++; show(next); });
   };
   const load = async () => {
+    const mine = ++seq;
     const resp = await call('ScheduleService/GetSchedule', { scheduleId: id });
+    if (mine !== seq) return;
     // Never under a person's typing a reason or reaching for a button.
     const a = document.activeElement;
     if (shown && a && ctx.main.contains(a) && /^(INPUT|BUTTON)$/.test(a.tagName)) return;
     show(resp.schedule);
   };
+  ctx.onLeave(() => clearTimeout(timer));
   try { await load(); } catch (err) {
+    if (ctx.left()) return;
     ctx.main.replaceChildren(h('h1', {}, 'Schedule ', id), failure(err, err.code === 'not_found' ? 'Not found' : 'Reading the schedule'));
     return;
   }
-  // Firings come on their own: the page reads the schedule again while shown.
-  const timer = setInterval(() => load().catch((err) => toast('Reloading: ' + err.message, true)), refreshEvery);
-  ctx.onLeave(() => clearInterval(timer));
+  // Firings come on their own: the page reads the schedule again while
+  // shown, the next read once the last one answered, so a slow server
+  // never has reads piling up.
+  const next = () => { if (!ctx.left()) timer = setTimeout(refresh, refreshEvery); };
+  const refresh = () => load().catch((err) => { if (!ctx.left()) toast('Reloading: ' + err.message, true); }).finally(next);
+  next();
 }

@@ -67,8 +67,8 @@ function scheduleRun(r) {
 function header(t) {
   const k = t.contract;
   return h('div', { class: 'task-head' },
-    h('h1', {}, k.intent || k.taskId), h('p', {}, badge(t.status, 'TASK_STATUS_'), ' ', t.statusReason || ''),
-    facts([['Task', h('code', {}, k.taskId)], ['Desired outcome', k.desiredOutcome], ['Owner', k.accountableOwnerRef], ['Requester', k.requesterRef],
+    h('h1', {}, raw(k.intent || k.taskId)), h('p', {}, badge(t.status, 'TASK_STATUS_'), ' ', t.statusReason || ''),
+    facts([['Task', h('code', {}, k.taskId)], ['Desired outcome', k.desiredOutcome ? raw(k.desiredOutcome) : ''], ['Owner', k.accountableOwnerRef], ['Requester', k.requesterRef],
       ['Authorizer', k.authorizerRef], ['Risk tier', label(k.riskTier, 'RISK_TIER_')], ['Tools', k.allowedTools], ['Parent', k.parentTaskId ? h('a', { href: '#/task/' + k.parentTaskId }, k.parentTaskId) : ''],
       ['Objective', k.objectiveId ? link('objective', k.objectiveId) : ''], ['Schedule run', scheduleRun(t.scheduleRun)],
       ['Created', when(t.createdAt)], ['Deadline', when(k.deadline)], ['Events', t.eventCount]]));

@@ -24,10 +24,11 @@ function spent(n, cur) {
   return h('span', { class: 'sub', 'data-spent': n.tokens || 0, 'data-subtree-spent': n.subtreeTokens || 0 }, ` spent ${own}${below}`);
 }
 
-// more reads the node's next sub-tasks and puts them where the button was.
-function more(n, o) {
+// more reads the node's next sub-tasks and puts them where the button
+// was; before is how many of them earlier reads listed.
+function more(n, o, before = 0) {
   if (!n.childrenPageToken) return null;
-  const shown = (n.children || []).length;
+  const shown = before + (n.children || []).length;
   const button = h('button', { type: 'button', 'data-more': n.taskId }, `more… (${shown} of ${n.childCount || '?'} shown)`);
   button.addEventListener('click', async () => {
     button.disabled = true;
@@ -39,7 +40,7 @@ function more(n, o) {
       return;
     }
     const next = resp.root || {};
-    button.closest('li').replaceWith(...(next.children || []).map((c) => node(c, o)), ...[more(next, o)].filter(Boolean).map((b) => h('li', {}, b)));
+    button.closest('li').replaceWith(...(next.children || []).map((c) => node(c, o)), ...[more(next, o, shown)].filter(Boolean).map((b) => h('li', {}, b)));
   });
   return button;
 }

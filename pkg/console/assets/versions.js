@@ -44,7 +44,11 @@ export function mayDecide(t, r, me) {
   if (mine.length && !r.policyApprovedBy && me.principal !== r.proposedBy && me.principal !== r.ownerApprovedBy) {
     return { ok: true, approve: true, as: `a holder of ${mine[0]}` };
   }
-  if (me.principal === r.proposedBy || me.principal === owner) return { ok: true, approve: false, as: me.principal === owner ? 'its accountable owner' : 'its proposer, withdrawing it' };
+  // A rejection only stops a change: the owner, a role's holder (even
+  // after another approved, or when they proposed it) and the proposer.
+  if (me.principal === owner) return { ok: true, approve: false, as: 'its accountable owner' };
+  if (mine.length) return { ok: true, approve: false, as: `a holder of ${mine[0]}` };
+  if (me.principal === r.proposedBy) return { ok: true, approve: false, as: 'its proposer, withdrawing it' };
   const needs = [`its accountable owner ${owner || '—'}`].concat(roles.length ? [`a holder of ${roles.join(' or ')}`] : []);
   return { ok: false, why: `It is decided by ${needs.join(' and ')}.` };
 }
