@@ -1,5 +1,5 @@
 // The console: sign-in, then a page per route (#/tasks, #/task/ID,
-// #/inbox). Each page is built from the server's answers to the caller;
+// #/inbox, #/objectives, #/objective/ID, #/schedules, #/schedule/ID). Each page is built from the server's answers to the caller;
 // the page hides what the caller may not do, and the server refuses it
 // anyway.
 import { call, session } from './api.js';
@@ -7,6 +7,8 @@ import { h, field, failure } from './ui.js';
 import { tasksPage } from './tasks.js';
 import { taskPage } from './task.js';
 import { inboxPage } from './inbox.js';
+import { objectivesPage, objectivePage } from './objectives.js';
+import { schedulesPage, schedulePage } from './schedules.js';
 
 const main = document.getElementById('main');
 // me is who the server says the caller is (QueryService/WhoAmI).
@@ -72,9 +74,18 @@ async function route() {
     if (path.startsWith('/' + a.dataset.nav)) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
-  const ctx = { me, main, params, onLeave: (f) => { const prev = leave; leave = () => { prev(); f(); }; } };
-  if (path.startsWith('/task/')) await taskPage(ctx, decodeURIComponent(path.slice('/task/'.length)));
+  // left says a later route replaced this one: an answer read for it
+  // arrives too late to draw, or to start a refresh.
+  let gone = false;
+  leave = () => { gone = true; };
+  const ctx = { me, main, params, left: () => gone, onLeave: (f) => { const prev = leave; leave = () => { prev(); f(); }; } };
+  const id = (prefix) => decodeURIComponent(path.slice(prefix.length));
+  if (path.startsWith('/task/')) await taskPage(ctx, id('/task/'));
   else if (path === '/inbox') await inboxPage(ctx);
+  else if (path.startsWith('/objective/')) await objectivePage(ctx, id('/objective/'));
+  else if (path === '/objectives') await objectivesPage(ctx);
+  else if (path.startsWith('/schedule/')) await schedulePage(ctx, id('/schedule/'));
+  else if (path === '/schedules') await schedulesPage(ctx);
   else await tasksPage(ctx);
   main.focus({ preventScroll: true });
 }

@@ -1,25 +1,16 @@
-// A task's page: its state, what waits on it, budgets, plan, actions,
-// sub-tasks, decisions, timeline and receipt, kept live by WatchTask.
-import { call, stream, listAll } from './api.js';
-import { h, facts, label, badge, when, money, section, failure, toast, raw, visible } from './ui.js';
+// A task's page: its state, what waits on it, budgets, milestones,
+// contract versions, plan, actions, the task tree, decisions, timeline
+// and receipt, kept live by WatchTask.
+import { call, stream } from './api.js';
+import { h, facts, label, badge, when, money, section, failure, toast, raw, visible, bar, link } from './ui.js';
 import { planGraph } from './plan.js';
 import { actionItem } from './actions.js';
 import { approvalFacts, decisionForm } from './decide.js';
 import { answerForm, settleForm, maySettle } from './forms.js';
 import { receiptView } from './receipt.js';
-
-// bar is one budget: what is used against its cap, as a progress bar.
-function bar(id, name, used, max, show) {
-  const u = Number(used || 0), m = Number(max || 0);
-  const pct = m > 0 ? Math.min(100, Math.round((u / m) * 100)) : 0;
-  const text = m > 0 ? `${show(u)} of ${show(m)} (${pct} %)` : `${show(u)} (no cap)`;
-  const fill = h('div', { class: 'fill' + (pct >= 80 ? ' hot' : pct >= 50 ? ' warm' : '') });
-  // Through the CSSOM: the policy (style-src 'self') refuses style attributes.
-  fill.style.width = pct + '%';
-  return h('div', { class: 'budget' },
-    h('span', { id }, name), h('span', { class: 'sub' }, text),
-    h('div', { class: 'track', role: 'progressbar', 'aria-labelledby': id, 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': pct, 'aria-valuetext': text }, fill));
-}
+import { taskTree, childrenPerNode } from './tree.js';
+import { milestones } from './phases.js';
+import { contractVersions } from './versions.js';
 
 function budgets(t) {
   const b = (t.contract && t.contract.budget) || {};
@@ -32,17 +23,6 @@ function budgets(t) {
     rows.push(bar(`b-m-${m.milestoneId}-c`, `Milestone ${m.milestoneId}: cost`, mu.costMicros, m.maxCostMicros, (v) => money(v, cur)));
   }
   return section('budgets', 'Budgets', rows, (u.alerts || []).length ? h('p', { class: 'note' }, 'Alerts: ', u.alerts.join(', ')) : null);
-}
-
-async function subTasks(taskId, depth) {
-  let resp;
-  try { resp = await listAll('QueryService/ListTasks', { parentTaskId: taskId, pageSize: 100 }, 'tasks', 200); } catch (err) { return failure(err, 'Sub-tasks'); }
-  const kids = resp.items;
-  if (kids.length === 0) return resp.more ? h('p', { class: 'note' }, 'More sub-tasks than the console reads; none found in the first pages.') : null;
-  return h('ul', { class: 'tree' }, await Promise.all(kids.map(async (k) => h('li', {},
-    h('a', { href: '#/task/' + encodeURIComponent(k.contract.taskId) }, k.contract.intent || k.contract.taskId), ' ', badge(k.status, 'TASK_STATUS_'),
-    depth < 3 ? await subTasks(k.contract.taskId, depth + 1) : null))),
-  resp.more ? h('li', { class: 'note' }, `more… (the first ${kids.length} are shown)`) : null);
 }
 
 async function decisions(taskId) {
@@ -77,12 +57,20 @@ function timeline(entries) {
     h('tbody', {}, entries.map((e) => h('tr', {}, h('td', {}, e.sequence), h('td', {}, when(e.time)), h('td', { class: 'mono' }, e.type), h('td', {}, e.actor || ''), h('td', {}, visible(e.summary))))));
 }
 
+// scheduleRun names the schedule a run comes from, its firing and the run before it.
+function scheduleRun(r) {
+  if (!r || !r.scheduleId) return '';
+  return h('span', {}, link('schedule', r.scheduleId), ', firing of ', when(r.firingTime),
+    r.previousTaskId ? [', after ', link('task', r.previousTaskId)] : '');
+}
+
 function header(t) {
   const k = t.contract;
   return h('div', { class: 'task-head' },
-    h('h1', {}, k.intent || k.taskId), h('p', {}, badge(t.status, 'TASK_STATUS_'), ' ', t.statusReason || ''),
-    facts([['Task', h('code', {}, k.taskId)], ['Desired outcome', k.desiredOutcome], ['Owner', k.accountableOwnerRef], ['Requester', k.requesterRef],
+    h('h1', {}, raw(k.intent || k.taskId)), h('p', {}, badge(t.status, 'TASK_STATUS_'), ' ', t.statusReason || ''),
+    facts([['Task', h('code', {}, k.taskId)], ['Desired outcome', k.desiredOutcome ? raw(k.desiredOutcome) : ''], ['Owner', k.accountableOwnerRef], ['Requester', k.requesterRef],
       ['Authorizer', k.authorizerRef], ['Risk tier', label(k.riskTier, 'RISK_TIER_')], ['Tools', k.allowedTools], ['Parent', k.parentTaskId ? h('a', { href: '#/task/' + k.parentTaskId }, k.parentTaskId) : ''],
+      ['Objective', k.objectiveId ? link('objective', k.objectiveId) : ''], ['Schedule run', scheduleRun(t.scheduleRun)],
       ['Created', when(t.createdAt)], ['Deadline', when(k.deadline)], ['Events', t.eventCount]]));
 }
 
@@ -132,16 +120,18 @@ async function render(ctx, taskId, view, force) {
   if (!force && sig === view.shown) return t;
   const reload = () => render(ctx, taskId, view, true).catch((err) => toast('Reloading: ' + err.message, true));
   const cur = (t.contract.budget || {}).currency;
-  const [subs, decided] = await Promise.all([subTasks(taskId, 0), decisions(taskId)]);
+  const [subs, decided] = await Promise.all([taskTree(taskId, cur, childrenPerNode(ctx.params)), decisions(taskId)]);
   if (stale()) return t;
   view.shown = sig;
   keepOpen(ctx.main, () => ctx.main.replaceChildren(...[
     h('div', { id: 'overview' }, header(t), view.live,
       waiting(t, ctx, reload),
       budgets(t),
+      (t.milestones || []).length ? section('milestones', 'Milestones', milestones(t, cur)) : null,
+      section('versions', `Contract (version ${t.contractVersion || 1})`, contractVersions(t, ctx.me, reload)),
       t.plan ? section('plan', `Plan (version ${t.plan.version || 1})`, planGraph(t.plan)) : null,
       section('actions', `Actions (${(t.actions || []).length})`, (t.actions || []).length ? (t.actions || []).map((a) => actionItem(a, cur)) : h('p', { class: 'empty' }, 'No action yet.'))),
-    section('subtasks', 'Sub-tasks', subs || h('p', { class: 'empty' }, 'None delegated.')),
+    section('subtasks', 'Sub-tasks (the task tree)', subs || h('p', { class: 'empty' }, 'None delegated.')),
     section('decisions', 'Decisions and context', decided),
     section('timeline', 'Timeline', tl.err ? failure(tl.err, 'Timeline') : h('div', { class: 'scroll', tabindex: '0', role: 'group', 'aria-label': 'Timeline (scrolls)' }, timeline(tl.entries || []))),
     section('receipt', 'Receipt', rc.err ? failure(rc.err, 'Receipt') : receiptView(rc.receipt, rc.markdown || '')),

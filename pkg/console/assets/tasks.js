@@ -1,7 +1,7 @@
 // The tasks list: ListTasks with its server-side filters, paged with its
 // page token, refreshed while it is shown.
 import { call } from './api.js';
-import { h, field, label, badge, when, failure } from './ui.js';
+import { h, field, label, badge, when, failure, pageSize, pager } from './ui.js';
 
 export const taskStatuses = ['PENDING', 'RUNNING', 'WAITING_FOR_APPROVAL', 'WAITING_FOR_INPUT', 'PAUSED',
   'RECONCILING', 'COMPENSATING', 'SUSPENDED', 'PRODUCED', 'ACCEPTED', 'FAILED', 'CANCELLED'];
@@ -12,12 +12,6 @@ function select(name, values, prefix, chosen) {
   return h('select', { name },
     h('option', { value: '' }, 'any'),
     values.map((v) => h('option', { value: v, selected: chosen === v }, label(prefix + v, prefix))));
-}
-
-// pageSize is 25 tasks, or the size the address asks (1 to 100).
-function pageSize(params) {
-  const n = Number(params.get('size'));
-  return Number.isInteger(n) && n >= 1 && n <= 100 ? n : 25;
 }
 
 function request(params) {
@@ -70,24 +64,13 @@ export async function tasksPage(ctx) {
       return;
     }
     const tasks = resp.tasks || [];
-    const pager = h('nav', { class: 'pager', 'aria-label': 'Pages' });
-    if (p.get('page')) {
-      const first = new URLSearchParams(p);
-      first.delete('page');
-      pager.append(h('a', { href: '#/tasks?' + first }, 'First page'));
-    }
-    if (resp.nextPageToken) {
-      const next = new URLSearchParams(p);
-      next.set('page', resp.nextPageToken);
-      pager.append(h('a', { href: '#/tasks?' + next, rel: 'next' }, 'Next page'));
-    }
     body.replaceChildren(
       tasks.length === 0 ? h('p', { class: 'empty' }, 'No task matches.') :
         h('table', { class: 'list' },
           h('caption', { class: 'visually-hidden' }, 'Tasks, oldest first'),
           h('thead', {}, h('tr', {}, ['Task', 'Status', 'Risk', 'Owner', 'Actions', 'Created'].map((c) => h('th', { scope: 'col' }, c)))),
           h('tbody', {}, tasks.map(row))),
-      pager);
+      pager('tasks', p, resp.nextPageToken));
     body.setAttribute('aria-busy', 'false');
   };
   // The timer is set before the first read: leaving during it stops it.

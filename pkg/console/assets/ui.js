@@ -58,6 +58,19 @@ export function money(micros, currency) {
   return n.toFixed(n < 1 ? 4 : 2) + (currency ? ' ' + currency : '');
 }
 
+// bar is one budget: what is used against its cap, as a progress bar.
+export function bar(id, name, used, max, show) {
+  const u = Number(used || 0), m = Number(max || 0);
+  const pct = m > 0 ? Math.min(100, Math.round((u / m) * 100)) : 0;
+  const text = m > 0 ? `${show(u)} of ${show(m)} (${pct} %)` : `${show(u)} (no cap)`;
+  const fill = h('div', { class: 'fill' + (pct >= 80 ? ' hot' : pct >= 50 ? ' warm' : '') });
+  // Through the CSSOM: the policy (style-src 'self') refuses style attributes.
+  fill.style.width = pct + '%';
+  return h('div', { class: 'budget' },
+    h('span', { id }, name), h('span', { class: 'sub' }, text),
+    h('div', { class: 'track', role: 'progressbar', 'aria-labelledby': id, 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': pct, 'aria-valuetext': text }, fill));
+}
+
 // facts is a description list of [term, value] pairs, values left out when empty.
 export function facts(pairs) {
   const dl = h('dl', { class: 'facts' });
@@ -125,4 +138,39 @@ const armDelay = 1000;
 export function arm(buttons) {
   for (const b of buttons) b.disabled = true;
   setTimeout(() => { for (const b of buttons) if (!b.closest('.gone')) b.disabled = false; }, armDelay);
+}
+
+// pageSize is 25 a page, or the size the address asks (1 to 100).
+export function pageSize(params) {
+  const n = Number(params.get('size'));
+  return Number.isInteger(n) && n >= 1 && n <= 100 ? n : 25;
+}
+
+// pager links a list's first page and its next one (by the list's page
+// token), keeping the route's other parameters.
+export function pager(route, params, next) {
+  const nav = h('nav', { class: 'pager', 'aria-label': 'Pages' });
+  if (params.get('page')) {
+    const first = new URLSearchParams(params);
+    first.delete('page');
+    nav.append(h('a', { href: `#/${route}?${first}` }, 'First page'));
+  }
+  if (next) {
+    const more = new URLSearchParams(params);
+    more.set('page', next);
+    nav.append(h('a', { href: `#/${route}?${more}`, rel: 'next' }, 'Next page'));
+  }
+  return nav;
+}
+
+// grid is a table: its caption, column heads and rows (<tr> elements).
+export function grid(caption, heads, rows, cls = 'list') {
+  return h('table', { class: cls }, h('caption', {}, caption),
+    h('thead', {}, h('tr', {}, heads.map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, rows));
+}
+
+// link is a link to a page of the console (#/task/ID and the like).
+export function link(route, id, text) {
+  return h('a', { href: `#/${route}/${encodeURIComponent(id)}` }, text ?? id);
 }
