@@ -57,6 +57,7 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 		(&stewardv1.GetObjectiveRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ListObjectivesRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.GetTaskTreeRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.ListPolicySnapshotsRequest{}).ProtoReflect().Descriptor(),
 	} {
 		want = append(want, leafFields(string(root.Name()), root)...)
 	}
