@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -178,6 +179,12 @@ func TestPolicyCanary(t *testing.T) {
 	want = expect(func(pr canaryProposal) bool { return pr.tool == "wire" && pr.tier == stewardv1.RiskTier_RISK_TIER_LOW })
 	if got := changedIDs(r, policycanary.Loosened); !slices.Equal(got, want) || r.Count(policycanary.Tightened) != 0 {
 		t.Errorf("looser: loosened %d %v, tightened %d; want %d %v", len(got), got, r.Count(policycanary.Tightened), len(want), want)
+	}
+
+	out, _ := runBinary(t, nil, policycanary.ExitLoosened, "policy", "canary", "--bundle", looser, "--addr", p.url, "--token", auditorToken)
+	if !strings.Contains(out, fmt.Sprintf("100 re-evaluated: %d loosened, 0 tightened", len(want))) ||
+		!regexp.MustCompile(`loosened +11 +wire +require_approval \(1 of authorizer\) → allow +irreversible actions require approval`).MatchString(out) {
+		t.Errorf("the looser bundle's report for people:\n%s", out)
 	}
 
 	r, _ = canary(policycanary.ExitUnchanged, stricter, "--since", time.Now().Add(time.Hour).Format(time.RFC3339))

@@ -152,15 +152,21 @@ func recordedSnapshot(ev *stewardv1.Event) *stewardv1.RecordedSnapshot {
 	return nil
 }
 
+// planeSkew is how far one plane's clock may run ahead of another's: a
+// snapshot is stamped by governance's, the task's last change by
+// whichever plane wrote it, so a task last changed a little before since
+// may still hold a snapshot stamped after it.
+const planeSkew = time.Hour
+
 // TaskIDs returns the ids of tenant's tasks, in creation order, last
-// changed at or after since (all for the zero time): those that may hold
-// a snapshot evaluated since then.
+// changed at or after since less planeSkew (all for the zero time): those
+// that may hold a snapshot evaluated since then.
 func (p *Projection) TaskIDs(tenant string, since time.Time) []string {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	var out []string
 	for _, v := range p.byTenant[tenant] {
-		if since.IsZero() || !v.task.GetUpdatedAt().AsTime().Before(since) {
+		if since.IsZero() || !v.task.GetUpdatedAt().AsTime().Before(since.Add(-planeSkew)) {
 			out = append(out, v.task.Contract.GetTaskId())
 		}
 	}
