@@ -9,6 +9,7 @@ package policycanary
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -113,7 +114,7 @@ func (c *Canary) Add(ctx context.Context, rec *stewardv1.RecordedSnapshot) {
 		return
 	}
 	c.report.Reevaluated++
-	before, after := recorded(s), asRecorded(got, s)
+	before, after := recorded(s), asRecorded(got, s, !plan && asksAlways(input))
 	dir, changed := compare(before, after)
 	if !changed {
 		return
@@ -180,24 +181,35 @@ func outcome(decision string, approvals uint32, roles, reasons []string) Outcome
 	return o
 }
 
-// askAlwaysMark ends the reason governance adds when a tool asks a
-// person for every call (services/governance: askAlways).
-const askAlwaysMark = "asks a person for every call (default_approval APPROVAL_RULE_ALWAYS)"
+// asksAlways reports whether input, an action's, is of a tool whose
+// contract asks a person for every call: governance (services/governance:
+// askAlways) then turns policy's allow into require_approval, whatever
+// the bundle says — the candidate's allow too, though the recorded
+// snapshot, decided require_approval or deny by policy, shows no sign of
+// it.
+func asksAlways(input []byte) bool {
+	var in struct {
+		Tool struct {
+			DefaultApproval string `json:"default_approval"`
+		} `json:"tool"`
+	}
+	return json.Unmarshal(input, &in) == nil && in.Tool.DefaultApproval == "APPROVAL_RULE_ALWAYS"
+}
 
 // asRecorded is the candidate's decision got as governance would have
-// recorded it for s: with the holds s shows governance put on top of
-// policy (sameDecision in pkg/auditbundle reads them the same way). A
-// tool that asks a person for every call still does; a call held back
-// by a context item is still held, whatever policy says.
-func asRecorded(got auditbundle.Decision, s *stewardv1.PolicySnapshot) Outcome {
+// recorded it for s: with the holds governance puts on top of policy
+// (sameDecision in pkg/auditbundle reads them the same way). A tool that
+// asks a person for every call (always) still does; a call held back by
+// a context item is still held, whatever policy says.
+func asRecorded(got auditbundle.Decision, s *stewardv1.PolicySnapshot, always bool) Outcome {
 	if s.Decision == stewardv1.PolicyDecision_POLICY_DECISION_DENY && len(s.Reasons) > 0 &&
 		!slices.ContainsFunc(s.Reasons, func(r string) bool { return !strings.HasPrefix(r, "context item ") }) {
 		return recorded(s)
 	}
 	reasons := got.Reasons
 	decision := got.Decision
-	if n := len(s.Reasons); n > 0 && strings.HasSuffix(s.Reasons[n-1], askAlwaysMark) && decision == "allow" {
-		decision, reasons = "require_approval", append(slices.Clone(reasons), s.Reasons[n-1])
+	if always && decision == "allow" {
+		decision, reasons = "require_approval", append(slices.Clone(reasons), "the tool asks a person for every call (default_approval APPROVAL_RULE_ALWAYS)")
 	}
 	return outcome(decision, got.RequiredApprovals, got.RequiredApproverRoles, reasons)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,21 @@ func recorded(n int, tool string, s *stewardv1.PolicySnapshot, got auditbundle.D
 		Snapshot: s, Input: input}
 }
 
+// withTool adds to input a tool whose contract asks a person for every
+// call, as governance's input spells it.
+func withTool(t *testing.T, input []byte) []byte {
+	var in map[string]any
+	if err := json.Unmarshal(input, &in); err != nil {
+		t.Fatal(err)
+	}
+	in["tool"] = map[string]any{"name": "pay", "default_approval": "APPROVAL_RULE_ALWAYS"}
+	out, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // TestCompare: each way a decision moves, and the moves that are none.
 func TestCompare(t *testing.T) {
 	asks := func(n uint32, roles ...string) *stewardv1.PolicySnapshot {
@@ -66,11 +82,20 @@ func TestCompare(t *testing.T) {
 			auditbundle.Decision{Decision: "allow", Reasons: []string{"reads change nothing"}}, ""},
 		{"a tool that always asks, now denied", &stewardv1.PolicySnapshot{Decision: approval, Reasons: []string{always}},
 			auditbundle.Decision{Decision: "deny"}, policycanary.Tightened},
+		// Policy itself asked, so governance added no reason: the
+		// contract, in the input, still asks when the candidate allows.
+		{"a tool that always asks, asked by policy, now allowed", &stewardv1.PolicySnapshot{Decision: approval, Reasons: []string{"writes need a person"}},
+			auditbundle.Decision{Decision: "allow"}, ""},
+		{"a tool that does not always ask: an allow stays one", &stewardv1.PolicySnapshot{Decision: allow}, auditbundle.Decision{Decision: "allow"}, ""},
 		{"a context item still holds", &stewardv1.PolicySnapshot{Decision: deny, Reasons: []string{"context item c1 may not go to a model"}},
 			auditbundle.Decision{Decision: "allow"}, ""},
 	} {
 		can := policycanary.New(echo, "rev-next")
-		can.Add(context.Background(), recorded(1, "pay", c.was, c.got))
+		rec := recorded(1, "pay", c.was, c.got)
+		if strings.Contains(c.name, "always asks") { // the tool's contract asks a person for every call
+			rec.Input = withTool(t, rec.Input)
+		}
+		can.Add(context.Background(), rec)
 		r := can.Report()
 		if r.Reevaluated != 1 {
 			t.Errorf("%s: re-evaluated %d, errors %v", c.name, r.Reevaluated, r.Errors)
