@@ -84,7 +84,8 @@ func (c Change) Reason() string {
 // Canary re-evaluates snapshots one by one under its candidate.
 type Canary struct {
 	eval   auditbundle.Evaluator
-	inputs map[string][]byte // by hash: a stream sends each input once
+	inputs map[string][]byte // by hash, the current task's: a stream sends each input once a task
+	task   string            // the task of the last snapshot added
 	report Report
 }
 
@@ -99,6 +100,10 @@ func New(eval auditbundle.Evaluator, revision string) *Canary {
 func (c *Canary) Add(ctx context.Context, rec *stewardv1.RecordedSnapshot) {
 	s := rec.GetSnapshot()
 	c.report.Snapshots++
+	if rec.TaskId != c.task { // a stream sends each input once a task: the last task's are not needed again
+		c.task = rec.TaskId
+		clear(c.inputs)
+	}
 	if len(rec.Input) > 0 {
 		c.inputs[s.GetInputHash()] = rec.Input
 	}

@@ -18,7 +18,7 @@ const maxSnapshotLimit = 1_000_000
 
 // ListPolicySnapshots streams the snapshots of the caller's tenant's
 // tasks evaluated in the range, task by task in creation order, each
-// with its recorded input the first time that input comes: what a policy
+// with its recorded input the first time that input comes in the task: what a policy
 // canary re-evaluates (docs/policy-canary.md). It only reads, the log and
 // the policy store, and never loads a bundle: the candidate is judged
 // where it is reviewed.
@@ -75,7 +75,7 @@ type snapshotLister struct {
 	since, until time.Time
 	left         int             // snapshots still to send; 0 with no limit
 	limited      bool            // set once a limit was given and reached
-	sent         map[string]bool // input hashes whose bytes went out
+	sent         map[string]bool // input hashes whose bytes went out in this task
 }
 
 func (l *snapshotLister) done() bool { return l.limited }
@@ -83,6 +83,7 @@ func (l *snapshotLister) done() bool { return l.limited }
 // task sends the snapshots of one task's events in the range.
 func (l *snapshotLister) task(ctx context.Context, taskID, tenant string) error {
 	actions := map[string]string{} // action id → tool
+	clear(l.sent)                  // inputs are the task's own (its facts are in them): a client keeps one task's at a time
 	return l.s.plane.log.EachRaw(ctx, taskID, func(raw eventlog.Raw) error {
 		ev, err := event.Open(raw.Data)
 		if err != nil {

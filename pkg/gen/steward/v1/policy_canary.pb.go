@@ -216,8 +216,9 @@ type RecordedSnapshot struct {
 	RevisionId string          `protobuf:"bytes,8,opt,name=revision_id,json=revisionId,proto3" json:"revision_id,omitempty"`
 	Snapshot   *PolicySnapshot `protobuf:"bytes,9,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	// The recorded input (canonical JSON), the first time its hash
-	// (snapshot.input_hash) comes in this stream; a later snapshot of the
-	// same input carries none. Empty too when the input was not kept, or
+	// (snapshot.input_hash) comes in this task's snapshots in this stream; a
+	// later snapshot of the same task and input carries none. So a client
+	// keeps only the current task's inputs. Empty too when the input was not kept, or
 	// the policy store does not hold it.
 	Input         []byte `protobuf:"bytes,10,opt,name=input,proto3" json:"input,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -133,8 +133,9 @@ export declare type RecordedSnapshot = Message<"steward.v1.RecordedSnapshot"> & 
 
   /**
    * The recorded input (canonical JSON), the first time its hash
-   * (snapshot.input_hash) comes in this stream; a later snapshot of the
-   * same input carries none. Empty too when the input was not kept, or
+   * (snapshot.input_hash) comes in this task's snapshots in this stream; a
+   * later snapshot of the same task and input carries none. So a client
+   * keeps only the current task's inputs. Empty too when the input was not kept, or
    * the policy store does not hold it.
    *
    * @generated from field: bytes input = 10;
