@@ -512,6 +512,21 @@ var matrixCalls = map[string]matrixCall{
 	stewardv1connect.AuditServiceExportBundleProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
 		return drain(c.audit.ExportBundle(ctx, connect.NewRequest(&stewardv1.ExportBundleRequest{TaskId: s.task})))
 	}},
+	stewardv1connect.AuditServiceListPolicySnapshotsProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
+		stream, err := c.audit.ListPolicySnapshots(ctx, connect.NewRequest(&stewardv1.ListPolicySnapshotsRequest{}))
+		if err != nil {
+			return err
+		}
+		defer stream.Close()
+		found := false
+		for stream.Receive() {
+			found = found || stream.Msg().Snapshot.GetTaskId() == s.task
+		}
+		if err := stream.Err(); err != nil || found {
+			return err
+		}
+		return errLeftOut
+	}},
 	stewardv1connect.AuditServiceVerifyTaskProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
 		_, err := c.audit.VerifyTask(ctx, connect.NewRequest(&stewardv1.VerifyTaskRequest{TaskId: s.task}))
 		return err

@@ -58,6 +58,7 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 		(&stewardv1.ListObjectivesRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.GetTaskTreeRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.RevokeCredentialRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.ListPolicySnapshotsRequest{}).ProtoReflect().Descriptor(),
 	} {
 		want = append(want, leafFields(string(root.Name()), root)...)
 	}

@@ -140,6 +140,9 @@ var Table = map[string]Rule{
 	stewardv1connect.AuditServiceExportBundleProcedure: {Group: Operation, Roles: []string{Auditor},
 		Plane: "the caller's tenant's task; its sub-tasks and ancestors only where the caller may read them (state's mayRead)",
 		Why:   "a bundle is a task's whole record, content and policy inputs included, taken away for audit"},
+	stewardv1connect.AuditServiceListPolicySnapshotsProcedure: {Group: Operation, Roles: []string{Auditor, Operator},
+		Plane: "only the caller's tenant's tasks; another tenant named is not_found",
+		Why:   "policy inputs carry the facts of every task: what a canary of a new bundle reads, before it is rolled out"},
 }
 
 // objectiveOwner is what the control plane checks besides the table on

@@ -308,14 +308,19 @@ func BundleChecks(trusted []ed25519.PublicKey) auditbundle.Checks {
 			if err != nil {
 				return nil, err
 			}
-			return func(ctx context.Context, input []byte, at time.Time, plan bool) (auditbundle.Decision, error) {
-				res, err := e.EvaluateAt(ctx, input, at, plan)
-				return auditbundle.Decision{Decision: res.Decision, RiskTier: res.RiskTier, RequiredApproverRoles: res.RequiredApproverRoles,
-					RequiredApprovals: res.RequiredApprovals, Reasons: res.Reasons, Revision: res.Revision}, err
-			}, nil
+			return engineEvaluator(e), nil
 		},
 		Receipt: state.BuildReceipt,
 		Trusted: trusted,
+	}
+}
+
+// engineEvaluator re-evaluates recorded inputs with e.
+func engineEvaluator(e *policy.Engine) auditbundle.Evaluator {
+	return func(ctx context.Context, input []byte, at time.Time, plan bool) (auditbundle.Decision, error) {
+		res, err := e.EvaluateAt(ctx, input, at, plan)
+		return auditbundle.Decision{Decision: res.Decision, RiskTier: res.RiskTier, RequiredApproverRoles: res.RequiredApproverRoles,
+			RequiredApprovals: res.RequiredApprovals, Reasons: res.Reasons, Revision: res.Revision}, err
 	}
 }
 

@@ -58,6 +58,9 @@ func runPeople(args []string, stdout, stderr io.Writer) error {
 	if err == nil {
 		return nil
 	}
+	if code, ok := errorCode(cmd, err); ok {
+		return &failure{code: code, err: said{err}}
+	}
 	var u *usageError
 	if errors.As(err, &u) {
 		fmt.Fprintf(c.stderr, "%s: %s\nRun '%s --help' for its usage.\n", cmd.CommandPath(), u.msg, cmd.CommandPath())

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,15 +120,26 @@ func resolveConnection(addrFlag, tokenFlag, caFlag string) (base, token, ca stri
 // this machine that proves it owns the default data directory gets its
 // admin token (httpClient).
 func (c *cli) client(r steward.Retry) (*steward.Client, error) {
-	base, token, ca, err := c.connection()
+	base, hc, err := c.dialHTTP()
 	if err != nil {
 		return nil, err
+	}
+	return steward.New(base, steward.WithHTTPClient(hc), steward.WithRetry(r)), nil
+}
+
+// dialHTTP is where the command's Steward is, and an HTTP client that
+// presents its token: for the generated clients of services the SDK does
+// not wrap as well.
+func (c *cli) dialHTTP() (string, *http.Client, error) {
+	base, token, ca, err := c.connection()
+	if err != nil {
+		return "", nil, err
 	}
 	roots, err := readCA(ca)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	return steward.New(base, steward.WithHTTPClient(httpClient(token, roots)), steward.WithRetry(r)), nil
+	return base, httpClient(token, roots), nil
 }
 
 // readCA reads a PEM file of CA certificates; none for "".

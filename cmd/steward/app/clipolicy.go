@@ -20,7 +20,7 @@ import (
 // runs. No Steward is called.
 
 func (c *cli) policyCommand() *cobra.Command {
-	return c.group("policy", "check a policy bundle here: run its tests, judge one input", c.policyTest(), c.policyEval())
+	return c.group("policy", "check a policy bundle here: run its tests, judge one input, re-evaluate past decisions under it", c.policyTest(), c.policyEval(), c.policyCanary())
 }
 
 // testLine is a Rego test's result as `policy test -o json` prints it.

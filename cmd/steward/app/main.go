@@ -58,6 +58,9 @@ Usage:
   steward policy test DIR | eval DIR --input FILE
                  run a policy bundle's Rego tests, or judge one policy input with it, here:
                  no server (docs/cli.md)
+  steward policy canary --bundle DIR [--since TIME] [--until TIME] [--limit N]
+                 re-evaluate past decisions under a candidate bundle, here; exit 0 unchanged,
+                 1 loosened, 2 tightened only, 3 error (docs/policy-canary.md)
   steward login --addr URL --token TOKEN [--ca FILE]
                  save where Steward is and your token for the commands above
   steward completion bash|zsh|fish

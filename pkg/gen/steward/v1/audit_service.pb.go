@@ -659,7 +659,7 @@ var File_steward_v1_audit_service_proto protoreflect.FileDescriptor
 const file_steward_v1_audit_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1esteward/v1/audit_service.proto\x12\n" +
-	"steward.v1\x1a\x1dsteward/v1/audit_bundle.proto\x1a\x16steward/v1/event.proto\x1a\x15steward/v1/task.proto\".\n" +
+	"steward.v1\x1a\x1dsteward/v1/audit_bundle.proto\x1a\x16steward/v1/event.proto\x1a\x1esteward/v1/policy_canary.proto\x1a\x15steward/v1/task.proto\".\n" +
 	"\x13ExportBundleRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\"\xe6\x02\n" +
 	"\x14ExportBundleResponse\x12,\n" +
@@ -700,14 +700,15 @@ const file_steward_v1_audit_service_proto_rawDesc = "" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x04R\bsequence\x12\x19\n" +
 	"\bevent_id\x18\x03 \x01(\tR\aeventId\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason2\xe0\x02\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason2\xcc\x03\n" +
 	"\fAuditService\x12O\n" +
 	"\n" +
 	"ReplayTask\x12\x1d.steward.v1.ReplayTaskRequest\x1a\x1e.steward.v1.ReplayTaskResponse\"\x000\x01\x12P\n" +
 	"\n" +
 	"VerifyTask\x12\x1d.steward.v1.VerifyTaskRequest\x1a\x1e.steward.v1.VerifyTaskResponse\"\x03\x90\x02\x01\x12V\n" +
 	"\rRecordFinding\x12 .steward.v1.RecordFindingRequest\x1a!.steward.v1.RecordFindingResponse\"\x00\x12U\n" +
-	"\fExportBundle\x12\x1f.steward.v1.ExportBundleRequest\x1a .steward.v1.ExportBundleResponse\"\x000\x01B\xa9\x01\n" +
+	"\fExportBundle\x12\x1f.steward.v1.ExportBundleRequest\x1a .steward.v1.ExportBundleResponse\"\x000\x01\x12j\n" +
+	"\x13ListPolicySnapshots\x12&.steward.v1.ListPolicySnapshotsRequest\x1a'.steward.v1.ListPolicySnapshotsResponse\"\x000\x01B\xa9\x01\n" +
 	"\x0ecom.steward.v1B\x11AuditServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -726,23 +727,25 @@ func file_steward_v1_audit_service_proto_rawDescGZIP() []byte {
 
 var file_steward_v1_audit_service_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_steward_v1_audit_service_proto_goTypes = []any{
-	(*ExportBundleRequest)(nil),   // 0: steward.v1.ExportBundleRequest
-	(*ExportBundleResponse)(nil),  // 1: steward.v1.ExportBundleResponse
-	(*RecordFindingRequest)(nil),  // 2: steward.v1.RecordFindingRequest
-	(*RecordFindingResponse)(nil), // 3: steward.v1.RecordFindingResponse
-	(*ReplayTaskRequest)(nil),     // 4: steward.v1.ReplayTaskRequest
-	(*ReplayTaskResponse)(nil),    // 5: steward.v1.ReplayTaskResponse
-	(*VerifyTaskRequest)(nil),     // 6: steward.v1.VerifyTaskRequest
-	(*VerifyTaskResponse)(nil),    // 7: steward.v1.VerifyTaskResponse
-	(*ChainBreak)(nil),            // 8: steward.v1.ChainBreak
-	(*BundleTask)(nil),            // 9: steward.v1.BundleTask
-	(*BundleBlob)(nil),            // 10: steward.v1.BundleBlob
-	(*PolicySources)(nil),         // 11: steward.v1.PolicySources
-	(*WithheldTask)(nil),          // 12: steward.v1.WithheldTask
-	(FindingKind)(0),              // 13: steward.v1.FindingKind
-	(*Finding)(nil),               // 14: steward.v1.Finding
-	(*EventRecord)(nil),           // 15: steward.v1.EventRecord
-	(*Task)(nil),                  // 16: steward.v1.Task
+	(*ExportBundleRequest)(nil),         // 0: steward.v1.ExportBundleRequest
+	(*ExportBundleResponse)(nil),        // 1: steward.v1.ExportBundleResponse
+	(*RecordFindingRequest)(nil),        // 2: steward.v1.RecordFindingRequest
+	(*RecordFindingResponse)(nil),       // 3: steward.v1.RecordFindingResponse
+	(*ReplayTaskRequest)(nil),           // 4: steward.v1.ReplayTaskRequest
+	(*ReplayTaskResponse)(nil),          // 5: steward.v1.ReplayTaskResponse
+	(*VerifyTaskRequest)(nil),           // 6: steward.v1.VerifyTaskRequest
+	(*VerifyTaskResponse)(nil),          // 7: steward.v1.VerifyTaskResponse
+	(*ChainBreak)(nil),                  // 8: steward.v1.ChainBreak
+	(*BundleTask)(nil),                  // 9: steward.v1.BundleTask
+	(*BundleBlob)(nil),                  // 10: steward.v1.BundleBlob
+	(*PolicySources)(nil),               // 11: steward.v1.PolicySources
+	(*WithheldTask)(nil),                // 12: steward.v1.WithheldTask
+	(FindingKind)(0),                    // 13: steward.v1.FindingKind
+	(*Finding)(nil),                     // 14: steward.v1.Finding
+	(*EventRecord)(nil),                 // 15: steward.v1.EventRecord
+	(*Task)(nil),                        // 16: steward.v1.Task
+	(*ListPolicySnapshotsRequest)(nil),  // 17: steward.v1.ListPolicySnapshotsRequest
+	(*ListPolicySnapshotsResponse)(nil), // 18: steward.v1.ListPolicySnapshotsResponse
 }
 var file_steward_v1_audit_service_proto_depIdxs = []int32{
 	9,  // 0: steward.v1.ExportBundleResponse.task:type_name -> steward.v1.BundleTask
@@ -760,12 +763,14 @@ var file_steward_v1_audit_service_proto_depIdxs = []int32{
 	6,  // 12: steward.v1.AuditService.VerifyTask:input_type -> steward.v1.VerifyTaskRequest
 	2,  // 13: steward.v1.AuditService.RecordFinding:input_type -> steward.v1.RecordFindingRequest
 	0,  // 14: steward.v1.AuditService.ExportBundle:input_type -> steward.v1.ExportBundleRequest
-	5,  // 15: steward.v1.AuditService.ReplayTask:output_type -> steward.v1.ReplayTaskResponse
-	7,  // 16: steward.v1.AuditService.VerifyTask:output_type -> steward.v1.VerifyTaskResponse
-	3,  // 17: steward.v1.AuditService.RecordFinding:output_type -> steward.v1.RecordFindingResponse
-	1,  // 18: steward.v1.AuditService.ExportBundle:output_type -> steward.v1.ExportBundleResponse
-	15, // [15:19] is the sub-list for method output_type
-	11, // [11:15] is the sub-list for method input_type
+	17, // 15: steward.v1.AuditService.ListPolicySnapshots:input_type -> steward.v1.ListPolicySnapshotsRequest
+	5,  // 16: steward.v1.AuditService.ReplayTask:output_type -> steward.v1.ReplayTaskResponse
+	7,  // 17: steward.v1.AuditService.VerifyTask:output_type -> steward.v1.VerifyTaskResponse
+	3,  // 18: steward.v1.AuditService.RecordFinding:output_type -> steward.v1.RecordFindingResponse
+	1,  // 19: steward.v1.AuditService.ExportBundle:output_type -> steward.v1.ExportBundleResponse
+	18, // 20: steward.v1.AuditService.ListPolicySnapshots:output_type -> steward.v1.ListPolicySnapshotsResponse
+	16, // [16:21] is the sub-list for method output_type
+	11, // [11:16] is the sub-list for method input_type
 	11, // [11:11] is the sub-list for extension type_name
 	11, // [11:11] is the sub-list for extension extendee
 	0,  // [0:11] is the sub-list for field type_name
@@ -778,6 +783,7 @@ func file_steward_v1_audit_service_proto_init() {
 	}
 	file_steward_v1_audit_bundle_proto_init()
 	file_steward_v1_event_proto_init()
+	file_steward_v1_policy_canary_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_audit_service_proto_msgTypes[1].OneofWrappers = []any{
 		(*ExportBundleResponse_Task)(nil),

@@ -43,6 +43,9 @@ const (
 	// AuditServiceExportBundleProcedure is the fully-qualified name of the AuditService's ExportBundle
 	// RPC.
 	AuditServiceExportBundleProcedure = "/steward.v1.AuditService/ExportBundle"
+	// AuditServiceListPolicySnapshotsProcedure is the fully-qualified name of the AuditService's
+	// ListPolicySnapshots RPC.
+	AuditServiceListPolicySnapshotsProcedure = "/steward.v1.AuditService/ListPolicySnapshots"
 )
 
 // AuditServiceClient is a client for the steward.v1.AuditService service.
@@ -70,6 +73,12 @@ type AuditServiceClient interface {
 	// sorts them; the signing keys come from GetCredentialKey. Another
 	// tenant's task is not found.
 	ExportBundle(context.Context, *connect.Request[v1.ExportBundleRequest]) (*connect.ServerStreamForClient[v1.ExportBundleResponse], error)
+	// ListPolicySnapshots streams the policy snapshots of the caller's
+	// tenant's tasks evaluated in a time range, each with the input it was
+	// decided on, for the auditor and operator roles: what a policy canary
+	// re-evaluates under a candidate bundle (docs/policy-canary.md). It
+	// reads the log and the policy store and writes nothing.
+	ListPolicySnapshots(context.Context, *connect.Request[v1.ListPolicySnapshotsRequest]) (*connect.ServerStreamForClient[v1.ListPolicySnapshotsResponse], error)
 }
 
 // NewAuditServiceClient constructs a client for the steward.v1.AuditService service. By default, it
@@ -108,15 +117,22 @@ func NewAuditServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(auditServiceMethods.ByName("ExportBundle")),
 			connect.WithClientOptions(opts...),
 		),
+		listPolicySnapshots: connect.NewClient[v1.ListPolicySnapshotsRequest, v1.ListPolicySnapshotsResponse](
+			httpClient,
+			baseURL+AuditServiceListPolicySnapshotsProcedure,
+			connect.WithSchema(auditServiceMethods.ByName("ListPolicySnapshots")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // auditServiceClient implements AuditServiceClient.
 type auditServiceClient struct {
-	replayTask    *connect.Client[v1.ReplayTaskRequest, v1.ReplayTaskResponse]
-	verifyTask    *connect.Client[v1.VerifyTaskRequest, v1.VerifyTaskResponse]
-	recordFinding *connect.Client[v1.RecordFindingRequest, v1.RecordFindingResponse]
-	exportBundle  *connect.Client[v1.ExportBundleRequest, v1.ExportBundleResponse]
+	replayTask          *connect.Client[v1.ReplayTaskRequest, v1.ReplayTaskResponse]
+	verifyTask          *connect.Client[v1.VerifyTaskRequest, v1.VerifyTaskResponse]
+	recordFinding       *connect.Client[v1.RecordFindingRequest, v1.RecordFindingResponse]
+	exportBundle        *connect.Client[v1.ExportBundleRequest, v1.ExportBundleResponse]
+	listPolicySnapshots *connect.Client[v1.ListPolicySnapshotsRequest, v1.ListPolicySnapshotsResponse]
 }
 
 // ReplayTask calls steward.v1.AuditService.ReplayTask.
@@ -137,6 +153,11 @@ func (c *auditServiceClient) RecordFinding(ctx context.Context, req *connect.Req
 // ExportBundle calls steward.v1.AuditService.ExportBundle.
 func (c *auditServiceClient) ExportBundle(ctx context.Context, req *connect.Request[v1.ExportBundleRequest]) (*connect.ServerStreamForClient[v1.ExportBundleResponse], error) {
 	return c.exportBundle.CallServerStream(ctx, req)
+}
+
+// ListPolicySnapshots calls steward.v1.AuditService.ListPolicySnapshots.
+func (c *auditServiceClient) ListPolicySnapshots(ctx context.Context, req *connect.Request[v1.ListPolicySnapshotsRequest]) (*connect.ServerStreamForClient[v1.ListPolicySnapshotsResponse], error) {
+	return c.listPolicySnapshots.CallServerStream(ctx, req)
 }
 
 // AuditServiceHandler is an implementation of the steward.v1.AuditService service.
@@ -164,6 +185,12 @@ type AuditServiceHandler interface {
 	// sorts them; the signing keys come from GetCredentialKey. Another
 	// tenant's task is not found.
 	ExportBundle(context.Context, *connect.Request[v1.ExportBundleRequest], *connect.ServerStream[v1.ExportBundleResponse]) error
+	// ListPolicySnapshots streams the policy snapshots of the caller's
+	// tenant's tasks evaluated in a time range, each with the input it was
+	// decided on, for the auditor and operator roles: what a policy canary
+	// re-evaluates under a candidate bundle (docs/policy-canary.md). It
+	// reads the log and the policy store and writes nothing.
+	ListPolicySnapshots(context.Context, *connect.Request[v1.ListPolicySnapshotsRequest], *connect.ServerStream[v1.ListPolicySnapshotsResponse]) error
 }
 
 // NewAuditServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -198,6 +225,12 @@ func NewAuditServiceHandler(svc AuditServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(auditServiceMethods.ByName("ExportBundle")),
 		connect.WithHandlerOptions(opts...),
 	)
+	auditServiceListPolicySnapshotsHandler := connect.NewServerStreamHandler(
+		AuditServiceListPolicySnapshotsProcedure,
+		svc.ListPolicySnapshots,
+		connect.WithSchema(auditServiceMethods.ByName("ListPolicySnapshots")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.AuditService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AuditServiceReplayTaskProcedure:
@@ -208,6 +241,8 @@ func NewAuditServiceHandler(svc AuditServiceHandler, opts ...connect.HandlerOpti
 			auditServiceRecordFindingHandler.ServeHTTP(w, r)
 		case AuditServiceExportBundleProcedure:
 			auditServiceExportBundleHandler.ServeHTTP(w, r)
+		case AuditServiceListPolicySnapshotsProcedure:
+			auditServiceListPolicySnapshotsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -231,4 +266,8 @@ func (UnimplementedAuditServiceHandler) RecordFinding(context.Context, *connect.
 
 func (UnimplementedAuditServiceHandler) ExportBundle(context.Context, *connect.Request[v1.ExportBundleRequest], *connect.ServerStream[v1.ExportBundleResponse]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.AuditService.ExportBundle is not implemented"))
+}
+
+func (UnimplementedAuditServiceHandler) ListPolicySnapshots(context.Context, *connect.Request[v1.ListPolicySnapshotsRequest], *connect.ServerStream[v1.ListPolicySnapshotsResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.AuditService.ListPolicySnapshots is not implemented"))
 }

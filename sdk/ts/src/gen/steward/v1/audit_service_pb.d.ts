@@ -7,6 +7,7 @@ import type { Message } from "@bufbuild/protobuf";
 import type { BundleBlob, BundleTask, PolicySources, WithheldTask } from "./audit_bundle_pb.js";
 import type { Finding, FindingKind, Task } from "./task_pb.js";
 import type { EventRecord } from "./event_pb.js";
+import type { ListPolicySnapshotsRequestSchema, ListPolicySnapshotsResponseSchema } from "./policy_canary_pb.js";
 
 /**
  * Describes the file steward/v1/audit_service.proto.
@@ -354,6 +355,20 @@ export declare const AuditService: GenService<{
     methodKind: "server_streaming";
     input: typeof ExportBundleRequestSchema;
     output: typeof ExportBundleResponseSchema;
+  },
+  /**
+   * ListPolicySnapshots streams the policy snapshots of the caller's
+   * tenant's tasks evaluated in a time range, each with the input it was
+   * decided on, for the auditor and operator roles: what a policy canary
+   * re-evaluates under a candidate bundle (docs/policy-canary.md). It
+   * reads the log and the policy store and writes nothing.
+   *
+   * @generated from rpc steward.v1.AuditService.ListPolicySnapshots
+   */
+  listPolicySnapshots: {
+    methodKind: "server_streaming";
+    input: typeof ListPolicySnapshotsRequestSchema;
+    output: typeof ListPolicySnapshotsResponseSchema;
   },
 }>;
 
