@@ -164,4 +164,12 @@ func TestReport(t *testing.T) {
 	if r := policycanary.New(echo, "rev").Report(); r.ExitCode() != policycanary.ExitUnchanged {
 		t.Errorf("nothing read: exit %d", r.ExitCode())
 	}
+	// Read, but none re-evaluable: the canary checked nothing.
+	none := policycanary.New(echo, "rev")
+	lost := recorded(12, "wire", &stewardv1.PolicySnapshot{Decision: allow}, auditbundle.Decision{Decision: "allow"})
+	lost.Snapshot.InputKept, lost.Input = false, nil
+	none.Add(ctx, lost)
+	if r := none.Report(); r.ExitCode() != policycanary.ExitError || r.NotReevaluable[policycanary.NotKept] != 1 {
+		t.Errorf("one read, none re-evaluable: exit %d, not re-evaluable %v; want 3", r.ExitCode(), r.NotReevaluable)
+	}
 }

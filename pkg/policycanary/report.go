@@ -50,10 +50,12 @@ func (r *Report) Count(d Direction) int {
 	return n
 }
 
-// ExitCode is the code a pipeline gates on.
+// ExitCode is the code a pipeline gates on. Snapshots read of which none
+// could be re-evaluated (no input kept) are an error, not "unchanged": the
+// canary checked nothing, and a pipeline must not pass the bundle on it.
 func (r *Report) ExitCode() int {
 	switch {
-	case len(r.Errors) > 0:
+	case len(r.Errors) > 0, r.Snapshots > 0 && r.Reevaluated == 0:
 		return ExitError
 	case r.Count(Loosened) > 0:
 		return ExitLoosened

@@ -129,6 +129,9 @@ func canaryVerdict(r *policycanary.Report) error {
 	if len(r.Errors) > 0 {
 		return fmt.Errorf("%d of the decisions could not be re-evaluated under %s: %s", len(r.Errors), r.Candidate, r.Errors[0])
 	}
+	if r.Reevaluated == 0 {
+		return fmt.Errorf("none of the %d decisions read could be re-evaluated (their inputs were not kept): the canary checked nothing", r.Snapshots)
+	}
 	return fmt.Errorf("%d decisions loosened, %d tightened under %s", r.Count(policycanary.Loosened), r.Count(policycanary.Tightened), r.Candidate)
 }
 
