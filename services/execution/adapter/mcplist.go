@@ -57,6 +57,9 @@ func ListMCP(ctx context.Context, client *http.Client, ep *stewardv1.McpEndpoint
 				h.OpenWorld = *an.OpenWorldHint
 			}
 		}
+		if h.ReadOnly {
+			h.Destructive = false // the protocol: meaningful only for a tool that is not read-only
+		}
 		title := t.Title
 		if title == "" && t.Annotations != nil {
 			title = t.Annotations.Title
