@@ -36,7 +36,7 @@ type mcpFake struct {
 	metas []map[string]any
 }
 
-func startMCP(t *testing.T, token string) *mcpFake {
+func startMCP(t testing.TB, token string) *mcpFake {
 	f := &mcpFake{srv: mcp.NewServer(&mcp.Implementation{Name: "fake", Version: "1"}, nil), token: token, calls: map[string]int{}}
 	f.addEcho("says its msg back")
 	f.srv.AddTool(&mcp.Tool{Name: "fail", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -106,7 +106,7 @@ func (f *mcpFake) called(name string) int {
 
 // imported is the contract steward tools import-mcp would write for tool,
 // pinned to its digest as listed now.
-func imported(t *testing.T, ep *stewardv1.McpEndpoint, tool string) *stewardv1.ToolContract {
+func imported(t testing.TB, ep *stewardv1.McpEndpoint, tool string) *stewardv1.ToolContract {
 	t.Helper()
 	tools, err := adapter.ListMCP(context.Background(), nil, ep)
 	if err != nil {
@@ -250,5 +250,27 @@ func TestMCPOAuthClientCredentials(t *testing.T) {
 	}
 	if n, _ := grants.Load("n"); *n.(*int) != 2 { // one for the import's listing, one for the adapter's calls
 		t.Fatalf("%d tokens granted, want 2: the adapter reuses its token", *n.(*int))
+	}
+}
+
+// BenchmarkMCPCall measures one call through a loopback Go SDK server: a
+// session opened and closed per call, with the tool listing cached (the
+// default 1 s) or listed before every call (ttl 0).
+func BenchmarkMCPCall(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		ttl  time.Duration
+	}{{"cached", adapter.DefaultMCPListTTL}, {"listed", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			f := startMCP(b, "")
+			tool := imported(b, &stewardv1.McpEndpoint{Url: f.url}, "echo")
+			ad := adapter.NewMCP(nil, adapter.WithMCPListTTL(c.ttl))
+			req := mcpRequest(tool, "k", `{"msg":"hi"}`)
+			for b.Loop() {
+				if res := ad.Call(context.Background(), req); res.Status != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
+					b.Fatal(res.Reason)
+				}
+			}
+		})
 	}
 }
