@@ -137,6 +137,12 @@ func TestMCPServerAsGovernedTools(t *testing.T) {
 			t.Errorf("tools import-mcp does not show %q:\n%s", want, out)
 		}
 	}
+	if _, errs := admin.run(2, "tools", "import-mcp", "--server", srv.url, "--token-file", tokenFile, "--tenant", "acme"); !strings.Contains(errs, `your token is of tenant ""`) {
+		t.Errorf("an import for another tenant than the token's: %q", errs)
+	}
+	if _, errs := admin.run(2, "tools", "import-mcp", "--server", srv.url, "--token-file", tokenFile, "--only", "nothing_such"); !strings.Contains(errs, "lists no such tool") {
+		t.Errorf("--only naming a tool the server does not list: %q", errs)
+	}
 	out, _ = admin.run(0, "tools", "show", "lookup_rate", "-o", "json")
 	var lookup stewardv1.Tool
 	if err := protojson.Unmarshal([]byte(out), &lookup); err != nil {
