@@ -24,8 +24,8 @@ import (
 // mcpFake is an MCP server built with the Go SDK, behind a front that
 // checks the bearer token, counts the tools/call requests that reach it by
 // tool, and plays the ways a call goes wrong on the wire: "drop" closes
-// the connection once the request is read; "rpcerr" answers a JSON-RPC
-// internal error.
+// the connection once the request is read, "cut" once the answer's event
+// stream has begun; "rpcerr" answers a JSON-RPC internal error.
 type mcpFake struct {
 	srv   *mcp.Server
 	url   string
@@ -42,7 +42,7 @@ func startMCP(t testing.TB, token string) *mcpFake {
 	f.srv.AddTool(&mcp.Tool{Name: "fail", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no such account"}}}, nil
 	})
-	for _, n := range []string{"drop", "rpcerr"} {
+	for _, n := range []string{"drop", "cut", "rpcerr"} {
 		f.srv.AddTool(&mcp.Tool{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{}, nil
 		})
@@ -86,6 +86,14 @@ func (f *mcpFake) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		case "drop":
 			conn, _, err := w.(http.Hijacker).Hijack()
 			if err == nil {
+				_ = conn.Close()
+			}
+			return
+		case "cut": // the answer's stream begins, and breaks before the result
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
 				_ = conn.Close()
 			}
 			return
@@ -141,7 +149,8 @@ func tokenFile(t *testing.T, token string) string {
 // _meta; a result with isError is a deterministic failure the tool had;
 // a JSON-RPC internal error is transient and arrived (the plane's rule by
 // effect class decides a retry); a call whose connection drops after the
-// server read it is unknown and arrived, made once; a server that is gone
+// server read it, or in the middle of its answer's stream, is unknown and
+// arrived, made once (the SDK does not reconnect); a server that is gone
 // is transient and never arrived.
 func TestMCPCallClassifiesOutcomes(t *testing.T) {
 	f := startMCP(t, "tok-1")
@@ -167,6 +176,7 @@ func TestMCPCallClassifiesOutcomes(t *testing.T) {
 		{"fail", stewardv1.ActionStatus_ACTION_STATUS_FAILED, stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC, true, "no such account"},
 		{"rpcerr", stewardv1.ActionStatus_ACTION_STATUS_FAILED, stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT, true, "database is down"},
 		{"drop", stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, stewardv1.FailureClass_FAILURE_CLASS_UNSPECIFIED, true, "no answer after tools/call was sent"},
+		{"cut", stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, stewardv1.FailureClass_FAILURE_CLASS_UNSPECIFIED, true, "no answer after tools/call was sent"},
 	}
 	for _, c := range cases {
 		res := ad.Call(ctx, mcpRequest(imported(t, ep, c.tool), "k-"+c.tool, `{}`))
