@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/oauth2"
 
 	"github.com/steward-run/steward/pkg/egress"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -43,7 +43,7 @@ type mcpAdapter struct {
 
 	mu     sync.Mutex
 	lists  map[string]mcpListing
-	tokens map[string]oauth2.TokenSource // by oauth file and its content
+	tokens map[string]*mcpOAuth // by oauth file and its content
 }
 
 // mcpListing is one server's tools, as digests, when they were listed.
@@ -77,6 +77,11 @@ func WithMCPClock(now func() time.Time) MCPOption { return func(a *mcpAdapter) {
 //     method or request: FAILED DETERMINISTIC; any other code: FAILED
 //     TRANSIENT with Arrived set, so the plane's rule by effect class and
 //     op_key decides whether it goes again;
+//   - a listing refused (too long, a name twice) or answers past
+//     maxMCPSessionBytes: FAILED DETERMINISTIC (arrived once tools/call
+//     was written);
+//   - a result asking for input: FAILED DETERMINISTIC, arrived; shedding
+//     load: FAILED TRANSIENT, arrived (the SDK would send it again);
 //   - a result with isError: FAILED DETERMINISTIC, arrived: the tool ran
 //     and said no;
 //   - no answer after tools/call was written (the connection dropped, a
@@ -88,7 +93,7 @@ func NewMCP(client *http.Client, opts ...MCPOption) Adapter {
 	if client != nil && client.Transport != nil {
 		base = client.Transport
 	}
-	a := &mcpAdapter{base: base, now: time.Now, ttl: DefaultMCPListTTL, lists: map[string]mcpListing{}, tokens: map[string]oauth2.TokenSource{}}
+	a := &mcpAdapter{base: base, now: time.Now, ttl: DefaultMCPListTTL, lists: map[string]mcpListing{}, tokens: map[string]*mcpOAuth{}}
 	for _, o := range opts {
 		o(a)
 	}
@@ -121,6 +126,9 @@ func (a *mcpAdapter) Call(ctx context.Context, req Request) Result {
 	}
 	defer func() { _ = session.Close() }()
 	if r, ok := a.pinned(ctx, session, m); !ok {
+		if rt.overflow.Load() {
+			return deterministic("the MCP server's tools/list exceeds %d bytes: not sent", maxMCPSessionBytes)
+		}
 		return r
 	}
 	rt.calling.Store(true)
@@ -128,7 +136,12 @@ func (a *mcpAdapter) Call(ctx context.Context, req Request) Result {
 		Name: m.Tool, Arguments: canonical.Params,
 		Meta: mcp.Meta{MCPMetaOpKey: req.OpKey, MCPMetaActionID: req.ActionID, MCPMetaTaskID: req.TaskID},
 	})
-	if err != nil {
+	switch {
+	case rt.overflow.Load():
+		r := deterministic("the MCP server's answers exceed %d bytes", maxMCPSessionBytes)
+		r.Arrived = rt.sent.maybeSent()
+		return r
+	case err != nil:
 		return callFailed(err, rt.sent.maybeSent())
 	}
 	return mcpResult(res)
@@ -147,7 +160,11 @@ func (a *mcpAdapter) open(ctx context.Context, m *stewardv1.McpEndpoint) (*mcp.C
 		return nil, nil, fmt.Errorf("%w: %v", errCredential, err)
 	}
 	rt := &mcpTransport{base: a.base, auth: auth}
-	session, err := mcp.NewClient(&mcp.Implementation{Name: "steward", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
+	// The SDK's multi round-trip middleware would answer a server asking
+	// for input, or shedding load, by sending tools/call again: off, so
+	// that Steward sends a call once and classifies such an answer.
+	opts := &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "steward", Version: "1"}, opts).Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint: m.Url, HTTPClient: &http.Client{Transport: rt}, MaxRetries: -1, DisableStandaloneSSE: true,
 	}, nil)
 	return session, rt, err
@@ -197,6 +214,16 @@ func sdkLocal(code int64) bool {
 
 // mcpResult classifies a tools/call result.
 func mcpResult(res *mcp.CallToolResult) Result {
+	if res.NeedsInput() || res.InputRequests != nil {
+		// The call did not complete: the server sheds load (no requests)
+		// or asks for input no one here can give.
+		r := transient("the MCP server is shedding load: the call did not complete")
+		if len(res.InputRequests) > 0 {
+			r = deterministic("the MCP tool asked for input (%d requests) Steward cannot give: the call did not complete", len(res.InputRequests))
+		}
+		r.Arrived = true
+		return r
+	}
 	if res.IsError {
 		var text []string
 		for _, c := range res.Content {
@@ -232,15 +259,20 @@ func (a *mcpAdapter) Status(context.Context, Request) (StatusAnswer, error) {
 // tools/call that may have reached the server is never taken for unsent.
 type mcpTransport struct {
 	base    http.RoundTripper
-	auth    func() (string, error)
+	auth    func(context.Context) (string, error)
 	calling atomic.Bool
 	sent    sendTracker
+	// read counts the bytes of every answer of the session, overflow is
+	// set once they pass maxMCPSessionBytes: a hostile server's endless
+	// body or listing stops there, not at the memory's end.
+	read     atomic.Int64
+	overflow atomic.Bool
 }
 
 func (t *mcpTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	if t.auth != nil {
-		h, err := t.auth()
+		h, err := t.auth(r.Context())
 		if err != nil {
 			return nil, err
 		}
@@ -250,5 +282,31 @@ func (t *mcpTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.GetBody = nil // never resent by the transport
 		r = r.WithContext(withTrace(r.Context(), &t.sent))
 	}
-	return t.base.RoundTrip(r)
+	resp, err := t.base.RoundTrip(r)
+	if err == nil {
+		resp.Body = &mcpBody{ReadCloser: resp.Body, t: t}
+	}
+	return resp, err
+}
+
+// maxMCPSessionBytes bounds what one session (one call) reads from its
+// server: its listing and its answer, the latter at most MaxResultBytes.
+const maxMCPSessionBytes = 4*MaxResultBytes + 8<<20
+
+// errMCPTooLarge ends an answer past maxMCPSessionBytes.
+var errMCPTooLarge = errors.New("the MCP server's answers are too large")
+
+// mcpBody counts an answer's bytes against its session's bound.
+type mcpBody struct {
+	io.ReadCloser
+	t *mcpTransport
+}
+
+func (b *mcpBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.t.read.Add(int64(n)) > maxMCPSessionBytes {
+		b.t.overflow.Store(true)
+		return 0, errMCPTooLarge
+	}
+	return n, err
 }

@@ -3,8 +3,11 @@ package adapter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/toolreg"
@@ -35,17 +38,14 @@ func ListMCP(ctx context.Context, client *http.Client, ep *stewardv1.McpEndpoint
 	}
 	defer func() { _ = session.Close() }()
 	var out []MCPTool
-	for t, err := range session.Tools(ctx, nil) {
-		if err != nil {
-			return nil, fmt.Errorf("list the tools of %s: %w", ep.Url, err)
-		}
+	err = listTools(ctx, session, func(t *mcp.Tool) error {
 		schema, err := json.Marshal(t.InputSchema)
 		if err != nil {
-			return nil, fmt.Errorf("tool %q: input schema: %w", t.Name, err)
+			return fmt.Errorf("tool %q: input schema: %w", t.Name, err)
 		}
 		d, err := toolreg.MCPDigest(t.Name, t.Description, t.InputSchema)
 		if err != nil {
-			return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+			return fmt.Errorf("tool %q: %w", t.Name, err)
 		}
 		h := &stewardv1.McpToolHints{Destructive: true, OpenWorld: true}
 		if an := t.Annotations; an != nil {
@@ -65,6 +65,54 @@ func ListMCP(ctx context.Context, client *http.Client, ep *stewardv1.McpEndpoint
 			title = t.Annotations.Title
 		}
 		out = append(out, MCPTool{Name: t.Name, Title: title, Description: t.Description, InputSchema: schema, Digest: d, Hints: h})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the tools of %s: %w", ep.Url, err)
 	}
 	return out, nil
+}
+
+// Bounds on a server's tools/list, hostile or broken: pages, and tools in
+// all (each answer's bytes are bounded by maxMCPSessionBytes).
+const (
+	maxMCPPages = 100
+	maxMCPTools = 10_000
+)
+
+// errMCPListing marks a listing Steward refuses to read (too long, a name
+// twice): listing again would be refused again.
+var errMCPListing = errors.New("mcp listing")
+
+// listTools calls each with the tools s lists, page by page, at most
+// maxMCPPages pages and maxMCPTools tools. A name listed twice is refused:
+// which of the two descriptions is the tool's, and which one the server
+// would run, is the server's to say, not Steward's to guess.
+func listTools(ctx context.Context, s *mcp.ClientSession, each func(*mcp.Tool) error) error {
+	seen := map[string]bool{}
+	params := &mcp.ListToolsParams{}
+	for page := 1; ; page++ {
+		if page > maxMCPPages {
+			return fmt.Errorf("%w: more than %d pages of tools", errMCPListing, maxMCPPages)
+		}
+		res, err := s.ListTools(ctx, params)
+		if err != nil {
+			return err
+		}
+		for _, t := range res.Tools {
+			if seen[t.Name] {
+				return fmt.Errorf("%w: tool %q listed more than once", errMCPListing, t.Name)
+			}
+			if seen[t.Name] = true; len(seen) > maxMCPTools {
+				return fmt.Errorf("%w: more than %d tools", errMCPListing, maxMCPTools)
+			}
+			if err := each(t); err != nil {
+				return err
+			}
+		}
+		if res.NextCursor == "" {
+			return nil
+		}
+		params.Cursor = res.NextCursor
+	}
 }

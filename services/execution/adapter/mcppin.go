@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptrace"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2"
@@ -30,15 +32,19 @@ func (a *mcpAdapter) pinned(ctx context.Context, s *mcp.ClientSession, m *stewar
 	a.mu.Unlock()
 	if !ok || a.ttl == 0 || a.now().Sub(l.at) >= a.ttl {
 		digests := map[string]string{}
-		for t, err := range s.Tools(ctx, nil) {
-			if err != nil {
-				return notSent("list the MCP server's tools", err), false
-			}
+		err := listTools(ctx, s, func(t *mcp.Tool) error {
 			d, err := toolreg.MCPDigest(t.Name, t.Description, t.InputSchema)
 			if err != nil {
-				return deterministic("the MCP server lists tool %q with an input schema that cannot be read: %v", t.Name, err), false
+				return fmt.Errorf("%w: tool %q has an input schema that cannot be read: %v", errMCPListing, t.Name, err)
 			}
 			digests[t.Name] = d
+			return nil
+		})
+		if errors.Is(err, errMCPListing) {
+			return deterministic("the MCP server's tools/list is refused: %v: not sent", err), false
+		}
+		if err != nil {
+			return notSent("list the MCP server's tools", err), false
 		}
 		l = mcpListing{at: a.now(), digests: digests}
 		a.mu.Lock()
@@ -56,8 +62,9 @@ func (a *mcpAdapter) pinned(ctx context.Context, s *mcp.ClientSession, m *stewar
 
 // credential is how a call presents itself: the Authorization header's
 // value, read from the token file at each call or from the OAuth client
-// credentials' token source; nil when the tool names neither.
-func (a *mcpAdapter) credential(m *stewardv1.McpEndpoint) (func() (string, error), error) {
+// credentials' token (fetched under the request's deadline); nil when the
+// tool names neither.
+func (a *mcpAdapter) credential(m *stewardv1.McpEndpoint) (func(context.Context) (string, error), error) {
 	switch {
 	case m.TokenFile != "":
 		tok, err := os.ReadFile(m.TokenFile)
@@ -65,14 +72,14 @@ func (a *mcpAdapter) credential(m *stewardv1.McpEndpoint) (func() (string, error
 			return nil, fmt.Errorf("read the MCP tool's token file: %v", err)
 		}
 		h := "Bearer " + strings.TrimSpace(string(tok))
-		return func() (string, error) { return h, nil }, nil
+		return func(context.Context) (string, error) { return h, nil }, nil
 	case m.OauthFile != "":
 		src, err := a.tokenSource(m.OauthFile)
 		if err != nil {
 			return nil, err
 		}
-		return func() (string, error) {
-			t, err := src.Token()
+		return func(ctx context.Context) (string, error) {
+			t, err := src.token(ctx)
 			if err != nil {
 				return "", fmt.Errorf("get an OAuth token: %w", err)
 			}
@@ -91,9 +98,38 @@ type OAuthClient struct {
 	Scopes       []string `json:"scopes"`
 }
 
-// tokenSource is the OAuth token source of an oauth file, kept while the
-// file is unchanged so that a token is reused until it expires.
-func (a *mcpAdapter) tokenSource(path string) (oauth2.TokenSource, error) {
+// mcpOAuth is an oauth file's client and its last token, reused until it
+// expires. A token is fetched under the context of the request that needs
+// it, so that a token URL that never answers cannot hold a call past its
+// timeout (oauth2's own token sources fetch without one).
+type mcpOAuth struct {
+	cfg    clientcredentials.Config
+	client *http.Client
+
+	mu  sync.Mutex
+	tok *oauth2.Token
+}
+
+func (o *mcpOAuth) token(ctx context.Context) (*oauth2.Token, error) {
+	o.mu.Lock()
+	t := o.tok
+	o.mu.Unlock()
+	if t.Valid() {
+		return t, nil
+	}
+	t, err := o.cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, o.client))
+	if err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	o.tok = t
+	o.mu.Unlock()
+	return t, nil
+}
+
+// tokenSource is the OAuth client of an oauth file, kept while the file
+// is unchanged so that a token is reused until it expires.
+func (a *mcpAdapter) tokenSource(path string) (*mcpOAuth, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read the MCP tool's oauth file: %v", err)
@@ -109,9 +145,8 @@ func (a *mcpAdapter) tokenSource(path string) (oauth2.TokenSource, error) {
 	if err := json.Unmarshal(raw, &c); err != nil || c.TokenURL == "" || c.ClientID == "" {
 		return nil, fmt.Errorf("oauth file %s: want {\"token_url\", \"client_id\", \"client_secret\", \"scopes\"}", path)
 	}
-	cfg := clientcredentials.Config{ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: c.TokenURL, Scopes: c.Scopes}
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Transport: a.base})
-	src := cfg.TokenSource(ctx)
+	src := &mcpOAuth{cfg: clientcredentials.Config{ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: c.TokenURL, Scopes: c.Scopes},
+		client: &http.Client{Transport: a.base}}
 	a.tokens[key] = src
 	return src, nil
 }
