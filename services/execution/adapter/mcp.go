@@ -165,10 +165,16 @@ func (a *mcpAdapter) open(ctx context.Context, m *stewardv1.McpEndpoint) (*mcp.C
 	// that Steward sends a call once and classifies such an answer.
 	opts := &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}
 	session, err := mcp.NewClient(&mcp.Implementation{Name: "steward", Version: "1"}, opts).Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint: m.Url, HTTPClient: &http.Client{Transport: rt}, MaxRetries: -1, DisableStandaloneSSE: true,
+		Endpoint: m.Url, HTTPClient: &http.Client{Transport: rt, CheckRedirect: noRedirect}, MaxRetries: -1, DisableStandaloneSSE: true,
 	}, nil)
 	return session, rt, err
 }
+
+// noRedirect keeps a session on the tool's url: the transport presents
+// the credential on every request, so a redirect followed would hand it
+// (and the request, tools/call included, its body resent) to any host the
+// server names.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // notSent classifies a failure before tools/call went out.
 func notSent(what string, err error) Result {

@@ -146,7 +146,7 @@ func (a *mcpAdapter) tokenSource(path string) (*mcpOAuth, error) {
 		return nil, fmt.Errorf("oauth file %s: want {\"token_url\", \"client_id\", \"client_secret\", \"scopes\"}", path)
 	}
 	src := &mcpOAuth{cfg: clientcredentials.Config{ClientID: c.ClientID, ClientSecret: c.ClientSecret, TokenURL: c.TokenURL, Scopes: c.Scopes},
-		client: &http.Client{Transport: a.base}}
+		client: &http.Client{Transport: a.base, CheckRedirect: noRedirect}}
 	a.tokens[key] = src
 	return src, nil
 }

@@ -202,3 +202,35 @@ func TestMCPOAuthTokenURLHangs(t *testing.T) {
 		t.Fatal("the call outlived its timeout waiting on the token URL")
 	}
 }
+
+// TestMCPRedirectIsNotFollowed: a server that redirects (307) is not
+// followed: the bearer token is presented to the tool's url only, never to
+// the host a redirect names, and no request is sent on to it.
+func TestMCPRedirectIsNotFollowed(t *testing.T) {
+	var calls atomic.Int32
+	var elsewhere atomic.Int32
+	real := hostileMCP(t, echoServer(&calls, func() *mcp.CallToolResult { return &mcp.CallToolResult{} }), "", nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
+		return echoServer(&calls, func() *mcp.CallToolResult { return &mcp.CallToolResult{} })
+	}, nil)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			elsewhere.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(other.Close)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(front.Close)
+	tool := imported(t, &stewardv1.McpEndpoint{Url: real}, "echo")
+	tool.GetMcp().Url, tool.GetMcp().TokenFile = front.URL, tokenFile(t, "tok-secret")
+	res := adapter.NewMCP(nil).Call(context.Background(), mcpRequest(tool, "k-redirect", `{}`))
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the token was presented to the redirect's host %d times", n)
+	}
+	if n := calls.Load(); n != 0 || res.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
+		t.Errorf("a redirect was followed: the tool ran %d times, %v %q", n, res.Status, res.Reason)
+	}
+}
