@@ -64,13 +64,17 @@ func (c *cli) importMCP(ctx context.Context, s *steward.Client, o mcpImport, lis
 			return usagef("--only %s: the server lists no such tool", n)
 		}
 	}
+	contracts, err := mcpContracts(o, listed)
+	if err != nil {
+		return err
+	}
 	var tools []*stewardv1.Tool
 	rows := [][]string{}
-	for _, l := range listed {
-		if len(o.only) > 0 && !slices.Contains(o.only, l.Name) {
+	for i, l := range listed {
+		k := contracts[i]
+		if k == nil {
 			continue
 		}
-		k := mcpContract(o, l)
 		t, _, err := s.RegisterTool(ctx, k)
 		if err != nil {
 			return fmt.Errorf("register %s@%s: %w", k.Name, k.Version, err)
@@ -84,8 +88,29 @@ func (c *cli) importMCP(ctx context.Context, s *steward.Client, o mcpImport, lis
 	if err := c.table([]string{"TOOL", "VERSION", "EFFECT", "SERVER SAYS (HINTS ONLY)", "DIGEST", "DESCRIPTION"}, rows); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintln(c.stdout, "Each tool is irreversible, and approved as such, until you register it again with the effect class you have checked (steward tools show -o json, edit effect_class, steward tools register).")
+	_, err = fmt.Fprintln(c.stdout, "Each tool is irreversible, and approved as such, until you register it again with the effect class you have checked (steward tools show -o json, edit effect_class, steward tools register).")
 	return err
+}
+
+// mcpContracts are the contracts of the listed tools o asks for, by the
+// listing's index (nil: not asked for). Two server names that become one
+// Steward name ("a.b" and "a_b", or past 64 characters) are refused: the
+// second would register as a new version of the first, and calls to the
+// first would go to the second.
+func mcpContracts(o mcpImport, listed []adapter.MCPTool) ([]*stewardv1.ToolContract, error) {
+	out := make([]*stewardv1.ToolContract, len(listed))
+	by := map[string]string{}
+	for i, l := range listed {
+		if len(o.only) > 0 && !slices.Contains(o.only, l.Name) {
+			continue
+		}
+		k := mcpContract(o, l)
+		if other, ok := by[k.Name]; ok {
+			return nil, usagef("the server's tools %q and %q are both named %s here: import one of them (--only)", other, l.Name, k.Name)
+		}
+		by[k.Name], out[i] = l.Name, k
+	}
+	return out, nil
 }
 
 // mcpContract is the contract an MCP tool is imported as. Its name is
