@@ -47,9 +47,7 @@ func (a *mcpAdapter) pinned(ctx context.Context, s *mcp.ClientSession, m *stewar
 			return notSent("list the MCP server's tools", err), false
 		}
 		l = mcpListing{at: a.now(), digests: digests}
-		a.mu.Lock()
-		a.lists[key] = l
-		a.mu.Unlock()
+		a.remember(key, l)
 	}
 	switch d, ok := l.digests[m.Tool]; {
 	case !ok:
@@ -58,6 +56,22 @@ func (a *mcpAdapter) pinned(ctx context.Context, s *mcp.ClientSession, m *stewar
 		return deterministic("MCP tool %q changed since it was imported (its description or input schema digests %s, the contract pins %s): not sent; import it again (steward tools import-mcp) once the change is reviewed", m.Tool, d, m.SchemaDigest), false
 	}
 	return Result{}, true
+}
+
+// remember caches l under key, and forgets the listings past the ttl: the
+// servers are the tools' urls, a tenant's to name, and a listing kept for
+// every url ever called would grow without end.
+func (a *mcpAdapter) remember(key string, l mcpListing) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k, old := range a.lists {
+		if l.at.Sub(old.at) >= a.ttl {
+			delete(a.lists, k)
+		}
+	}
+	if a.ttl > 0 {
+		a.lists[key] = l
+	}
 }
 
 // credential is how a call presents itself: the Authorization header's
