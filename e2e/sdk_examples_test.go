@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"os/exec"
@@ -130,20 +129,7 @@ func runExampleOnSDK(ctx context.Context, t *testing.T, fixtures string, command
 func serveToyStore(ctx context.Context, t *testing.T, fixtures, stores string) string {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, fixtures, "--fixtures-only", "--files", "3", "--fixtures", "127.0.0.1:0", "--fixtures-dir", stores)
-	cmd.Stderr = &testWriter{tb: t}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	url, ok := strings.CutPrefix(strings.TrimSpace(line), "fixtures ")
-	if err != nil || !ok {
-		t.Fatalf("examples/agent --fixtures-only printed %q (%v), want \"fixtures URL\"", line, err)
-	}
+	url := startAnnouncing(t, cmd, "fixtures ")
 	return url
 }
 

@@ -137,8 +137,10 @@ func checkEndpoint(c *stewardv1.ToolContract) error {
 		}
 	case *stewardv1.ToolContract_Model:
 		return checkModel(c, e.Model)
+	case *stewardv1.ToolContract_Mcp:
+		return checkMCP(c, e.Mcp)
 	default:
-		return errs.Field("contract.endpoint", "is required: http, builtin or model")
+		return errs.Field("contract.endpoint", "is required: http, builtin, model or mcp")
 	}
 	return nil
 }

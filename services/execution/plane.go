@@ -79,6 +79,9 @@ type Config struct {
 	// Adapters.HTTP: the call signer above all, so that a tenant's tool
 	// can check its calls as a global tool can (docs/calltokens.md).
 	HTTPOptions []adapter.HTTPOption
+	// MCPOptions set up the tenants' MCP adapter as Adapters.MCP is
+	// (docs/mcp.md): how long a server's tool listing is reused.
+	MCPOptions []adapter.MCPOption
 	// ReservedTools are names no tenant may register, compared without
 	// case: the platform's tools to come (docs/tenants.md#tools).
 	ReservedTools []string
@@ -135,8 +138,10 @@ type Plane struct {
 	// tenantHTTP calls tenants' http tools, over connections of its own
 	// that obey cfg.Egress.
 	tenantHTTP adapter.Adapter
-	// tenantModel calls tenants' model tools, under Egress as tenantHTTP.
+	// tenantModel calls tenants' model tools, and tenantMCP their MCP
+	// tools, under Egress as tenantHTTP.
 	tenantModel adapter.Adapter
+	tenantMCP   adapter.Adapter
 	// modelFailures counts model calls' failures apart (model.go).
 	modelFailures modelFailures
 	// settlement settles unknown outcomes (SettleAction); registration
@@ -188,11 +193,15 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) (*P
 	if cfg.Adapters.Model == nil {
 		cfg.Adapters.Model = adapter.NewModel(nil)
 	}
+	if cfg.Adapters.MCP == nil {
+		cfg.Adapters.MCP = adapter.NewMCP(nil, cfg.MCPOptions...)
+	}
 	p := &Plane{
 		log: log, tasks: cfg.Tasks, logger: logger.With("plane", PlaneName, "worker", cfg.Worker), cfg: cfg,
 		breakers:      breaker.New(cfg.Breaker),
 		tenantHTTP:    adapter.NewHTTP(&http.Client{Transport: cfg.Egress.Transport()}, cfg.HTTPOptions...),
 		tenantModel:   adapter.NewModel(&http.Client{Transport: cfg.Egress.Transport()}),
+		tenantMCP:     adapter.NewMCP(&http.Client{Transport: cfg.Egress.Transport()}, cfg.MCPOptions...),
 		modelFailures: newModelFailures(),
 	}
 	p.limits = &limits{waiting: p, cfg: cfg, log: log, logger: p.logger, breakers: p.breakers}

@@ -93,8 +93,8 @@ type prepared struct {
 	limit string
 }
 
-// adapterFor picks the adapter for a registered tool: a tenant's http or
-// model tool's calls go over connections of their own, under the egress
+// adapterFor picks the adapter for a registered tool: a tenant's http,
+// model or mcp tool's calls go over connections of their own, under the egress
 // rule.
 func (p *Plane) adapterFor(t *stewardv1.Tool) (adapter.Adapter, error) {
 	ad, err := p.cfg.Adapters.For(t.Contract)
@@ -105,6 +105,8 @@ func (p *Plane) adapterFor(t *stewardv1.Tool) (adapter.Adapter, error) {
 		return p.tenantHTTP, nil
 	case t.Contract.GetModel() != nil:
 		return p.tenantModel, nil
+	case t.Contract.GetMcp() != nil:
+		return p.tenantMCP, nil
 	}
 	return ad, nil
 }

@@ -65,6 +65,16 @@ func TestRegisterKeepsANameToOneToolPerTenant(t *testing.T) {
 	if _, _, err := b.plane.Register(ctx, "acme", "admin", keyed); !errors.As(err, &bad) || bad.Code != errs.Invalid || bad.Field != "contract.model.key_file" {
 		t.Errorf("a tenant registers a model tool with a key file: %v; want invalid contract.model.key_file", err)
 	}
+	// So are an MCP tool's credential files.
+	for _, f := range []struct{ field, token, oauth string }{{"contract.mcp.token_file", "/etc/steward/mcp.token", ""}, {"contract.mcp.oauth_file", "", "/etc/steward/oauth.json"}} {
+		mcpTool := &stewardv1.ToolContract{Name: "pay", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IRREVERSIBLE,
+			DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL,
+			Endpoint: &stewardv1.ToolContract_Mcp{Mcp: &stewardv1.McpEndpoint{Url: "https://mcp.example/mcp", Tool: "pay", TokenFile: f.token, OauthFile: f.oauth,
+				SchemaDigest: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}}}
+		if _, _, err := b.plane.Register(ctx, "acme", "admin", mcpTool); !errors.As(err, &bad) || bad.Code != errs.Invalid || bad.Field != f.field {
+			t.Errorf("a tenant registers an MCP tool with a credential file: %v; want invalid %s", err, f.field)
+		}
+	}
 	recs, err := b.Log.ReadTool(ctx, "deploy")
 	if err != nil || len(recs) != 2 {
 		t.Errorf("deploy's chain: %d registrations, %v; want acme's and beta's", len(recs), err)

@@ -10,7 +10,7 @@ import (
 
 // admit checks what a registration of c by tenant may not do beyond its
 // contract and its name: a tenant's tool may not be built in, read a key
-// file on this host (a model's), or call inside (Config.Egress).
+// file on this host (a model's key, an MCP tool's credential), or call inside (Config.Egress).
 func (rg *registration) admit(ctx context.Context, tenant string, c *stewardv1.ToolContract) error {
 	if tenant == "" {
 		return nil
@@ -18,11 +18,16 @@ func (rg *registration) admit(ctx context.Context, tenant string, c *stewardv1.T
 	if c.GetBuiltin() != nil {
 		return errs.Field("contract.builtin", "is the default tenant's to register: a built-in tool acts on what this Steward keeps for every tenant; a tenant's tool calls its service over http")
 	}
+	for _, f := range []struct{ field, file string }{{"contract.mcp.token_file", c.GetMcp().GetTokenFile()}, {"contract.mcp.oauth_file", c.GetMcp().GetOauthFile()}} {
+		if f.file != "" {
+			return errs.Field(f.field, "is the default tenant's to set: the file is read on this Steward's host, and its credential sent to the tool's url")
+		}
+	}
 	if c.GetModel().GetKeyFile() != "" {
 		return errs.Field("contract.model.key_file", "is the default tenant's to set: the file is read on this Steward's host, and its content sent to the tool's base_url")
 	}
 	for _, u := range []struct{ field, url string }{{"contract.http.url", c.GetHttp().GetUrl()}, {"contract.http.status_url", c.GetHttp().GetStatusUrl()},
-		{"contract.model.base_url", c.GetModel().GetBaseUrl()}} {
+		{"contract.model.base_url", c.GetModel().GetBaseUrl()}, {"contract.mcp.url", c.GetMcp().GetUrl()}} {
 		if u.url == "" {
 			continue
 		}

@@ -20,7 +20,7 @@ import (
 // to it.
 
 func (c *cli) toolsCommand() *cobra.Command {
-	return c.group("tools", "see the tools tasks may call, and register new ones", c.toolsLs(), c.toolsShow(), c.toolsRegister())
+	return c.group("tools", "see the tools tasks may call, and register new ones", c.toolsLs(), c.toolsShow(), c.toolsRegister(), c.toolsImportMCP())
 }
 
 func (c *cli) toolsLs() *cobra.Command {
@@ -59,6 +59,7 @@ func (c *cli) toolsShow() *cobra.Command {
 			"approval", word(k.GetDefaultApproval(), "APPROVAL_RULE_"), "endpoint", endpoint(k),
 			"idempotent", idempotency(k), "status query", yes(k.GetStatusQuery()), "undone by", k.GetCompensatingTool(),
 			"scopes", strings.Join(k.GetRequiredScopes(), ", "), "timeout", duration(k.GetTimeout()),
+			"mcp digest", k.GetMcp().GetSchemaDigest(), "mcp hints", mcpHints(k.GetMcp().GetHints()),
 			"parameters", k.GetParametersSchema(), "result", k.GetResultSchema(),
 			"tenant", owner(t), "registered", when(t.RegisteredAt)+" by "+t.RegisteredBy)
 		return nil
@@ -136,6 +137,8 @@ func endpoint(k *stewardv1.ToolContract) string {
 		return "builtin " + k.GetBuiltin().GetKind()
 	case k.GetModel() != nil:
 		return "model " + k.GetModel().GetProvider() + "/" + k.GetModel().GetModel()
+	case k.GetMcp() != nil:
+		return "mcp " + k.GetMcp().GetUrl() + " " + k.GetMcp().GetTool()
 	}
 	return ""
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/steward-run/steward/pkg/egress"
 	"github.com/steward-run/steward/services/control"
 	"github.com/steward-run/steward/services/execution"
+	"github.com/steward-run/steward/services/execution/adapter"
 	"github.com/steward-run/steward/services/governance"
 	"github.com/steward-run/steward/services/state"
 )
@@ -29,6 +30,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	fs.StringVar(&m.MetricsAddr, "metrics-addr", "", "`HOST:PORT` to serve /metrics on instead of --addr, so that a network rule can keep it to the scraper while the API stays open")
 	fs.StringVar(&m.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&m.ToolsFile, "tools", "", "`FILE` of tool contracts to register at start; no tenant may register their names (execution plane)")
+	fs.DurationVar(&m.MCPListTTL, "mcp-list-ttl", adapter.DefaultMCPListTTL, "how long an MCP server's tools/list answer is reused before a call lists its tools again to check the pinned digest; 0 lists before every call (docs/mcp.md) (execution plane; `DURATION`)")
 	fs.Func("tool-egress-allow", "`CIDR,...` ranges (or addresses) tenants' tools may call though they are loopback, link-local, private or this machine's; Steward's own --addr and --nats-listen stay refused (docs/tenants.md#tools); repeat or separate by commas (execution plane)", func(s string) error {
 		allow, err := egress.ParseAllow(s)
 		m.EgressAllow = append(m.EgressAllow, allow...)

@@ -51,7 +51,7 @@ Usage:
   steward questions ls|answer
   steward actions settle
   steward budget raise
-  steward tools ls|show|register
+  steward tools ls|show|register|import-mcp
   steward schedules create|get|list|pause|resume|delete
                  for the people around a task: see, steer, decide, answer, settle
                  (docs/cli.md); a table, or -o json for scripts

@@ -57,7 +57,9 @@ type Server struct {
 	NATSListen  string // dev: also serve the embedded NATS here
 	NATSURL     string // serve: the external NATS
 	ToolsFile   string // execution: tool contracts to register at start
-	NotifyFile  string // state: webhook sinks told when a person is needed
+	// execution: how long an MCP server's tool listing is reused
+	MCPListTTL time.Duration
+	NotifyFile string // state: webhook sinks told when a person is needed
 	// execution: ranges tenants' tools may call though inside
 	EgressAllow []netip.Prefix
 	// execution: tool names no tenant may register

@@ -265,13 +265,15 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 	} else if signer != nil {
 		httpOpts = append(httpOpts, adapter.WithCallSigner(signer, nil))
 	}
+	mcpOpts := []adapter.MCPOption{adapter.WithMCPListTTL(m.MCPListTTL), adapter.WithMCPClock(now)}
 	p, err := execution.New(log, m.logger, execution.Config{
 		Tasks: tasks, Tools: tools, Requests: requests, Results: results, Worker: worker, Timers: timers, Lease: m.Lease, PermitKeys: keys, SignedHere: m.signedHere,
 		Secrets: secrets, Limits: limit.New(limitsKV),
-		Adapters:      adapter.Set{HTTP: adapter.NewHTTP(&http.Client{}, httpOpts...), Builtin: builtin},
+		Adapters:      adapter.Set{HTTP: adapter.NewHTTP(&http.Client{}, httpOpts...), Builtin: builtin, MCP: adapter.NewMCP(nil, mcpOpts...)},
 		Egress:        egress.New(egress.Config{Allow: m.EgressAllow, Self: egress.Listeners(m.Addr, m.NATSListen)}),
 		ReservedTools: m.ReservedTools,
 		HTTPOptions:   httpOpts,
+		MCPOptions:    mcpOpts,
 		Now:           now,
 	})
 	if err != nil {

@@ -34,3 +34,9 @@ func (c *Client) ListTools(ctx context.Context) ([]*stewardv1.Tool, error) {
 	resp, err := call(ctx, c.retry, c.tools.ListTools, &stewardv1.ListToolsRequest{})
 	return resp.GetTools(), err
 }
+
+// WhoAmI says who the caller is to Steward: its principal, roles and
+// tenant ("" for the default tenant).
+func (c *Client) WhoAmI(ctx context.Context) (*stewardv1.WhoAmIResponse, error) {
+	return call(ctx, c.retry, c.query.WhoAmI, &stewardv1.WhoAmIRequest{})
+}

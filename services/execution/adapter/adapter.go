@@ -112,9 +112,10 @@ type Set struct {
 	HTTP    Adapter
 	Builtin Adapter
 	Model   Adapter
+	MCP     Adapter
 }
 
-// For picks the adapter for a tool's endpoint (http, builtin or model); an error
+// For picks the adapter for a tool's endpoint (http, builtin, model or mcp); an error
 // names the problem.
 func (s Set) For(tool *stewardv1.ToolContract) (Adapter, error) {
 	if tool == nil {
@@ -143,6 +144,11 @@ func (s Set) For(tool *stewardv1.ToolContract) (Adapter, error) {
 			return nil, fmt.Errorf("adapter: tool %s: no model adapter configured", name)
 		}
 		return s.Model, nil
+	case *stewardv1.ToolContract_Mcp:
+		if s.MCP == nil {
+			return nil, fmt.Errorf("adapter: tool %s: no mcp adapter configured", name)
+		}
+		return s.MCP, nil
 	case nil:
 		return nil, fmt.Errorf("adapter: tool %s has no endpoint", name)
 	default:

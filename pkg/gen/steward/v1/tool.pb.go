@@ -659,6 +659,176 @@ func (x *ModelEndpoint) GetOutputMicrosPer_1K() int64 {
 	return 0
 }
 
+// McpEndpoint is one tool of an MCP server over streamable HTTP
+// (docs/mcp.md). Steward calls it with tools/call, op_key in the request's
+// _meta as "steward/op_key", and before each call lists the server's tools
+// to check that the tool is still the one imported.
+type McpEndpoint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The server's streamable HTTP endpoint. Required, absolute http(s).
+	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// The tool's name on the server. Required.
+	Tool string `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	// A file holding a bearer token, read at each call; the token never
+	// reaches the log. At most one of token_file and oauth_file.
+	TokenFile string `protobuf:"bytes,3,opt,name=token_file,json=tokenFile,proto3" json:"token_file,omitempty"`
+	// A JSON file {"token_url", "client_id", "client_secret", "scopes"}:
+	// OAuth client credentials Steward exchanges for a bearer token.
+	OauthFile string `protobuf:"bytes,4,opt,name=oauth_file,json=oauthFile,proto3" json:"oauth_file,omitempty"`
+	// "sha256:" and the hex SHA-256 of the tool's name, description and
+	// input schema as imported (toolreg.MCPDigest). A call to a tool the
+	// server now describes otherwise is refused, never sent, until the
+	// tool is imported again. Required.
+	SchemaDigest string `protobuf:"bytes,5,opt,name=schema_digest,json=schemaDigest,proto3" json:"schema_digest,omitempty"`
+	// The server's annotations, as imported: shown to people, never
+	// trusted as the effect class.
+	Hints         *McpToolHints `protobuf:"bytes,6,opt,name=hints,proto3" json:"hints,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpEndpoint) Reset() {
+	*x = McpEndpoint{}
+	mi := &file_steward_v1_tool_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpEndpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpEndpoint) ProtoMessage() {}
+
+func (x *McpEndpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_tool_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpEndpoint.ProtoReflect.Descriptor instead.
+func (*McpEndpoint) Descriptor() ([]byte, []int) {
+	return file_steward_v1_tool_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *McpEndpoint) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *McpEndpoint) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *McpEndpoint) GetTokenFile() string {
+	if x != nil {
+		return x.TokenFile
+	}
+	return ""
+}
+
+func (x *McpEndpoint) GetOauthFile() string {
+	if x != nil {
+		return x.OauthFile
+	}
+	return ""
+}
+
+func (x *McpEndpoint) GetSchemaDigest() string {
+	if x != nil {
+		return x.SchemaDigest
+	}
+	return ""
+}
+
+func (x *McpEndpoint) GetHints() *McpToolHints {
+	if x != nil {
+		return x.Hints
+	}
+	return nil
+}
+
+// McpToolHints are an MCP tool's annotations, with the protocol's
+// defaults filled in.
+type McpToolHints struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReadOnly      bool                   `protobuf:"varint,1,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	Destructive   bool                   `protobuf:"varint,2,opt,name=destructive,proto3" json:"destructive,omitempty"`
+	Idempotent    bool                   `protobuf:"varint,3,opt,name=idempotent,proto3" json:"idempotent,omitempty"`
+	OpenWorld     bool                   `protobuf:"varint,4,opt,name=open_world,json=openWorld,proto3" json:"open_world,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpToolHints) Reset() {
+	*x = McpToolHints{}
+	mi := &file_steward_v1_tool_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpToolHints) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpToolHints) ProtoMessage() {}
+
+func (x *McpToolHints) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_tool_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpToolHints.ProtoReflect.Descriptor instead.
+func (*McpToolHints) Descriptor() ([]byte, []int) {
+	return file_steward_v1_tool_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *McpToolHints) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
+func (x *McpToolHints) GetDestructive() bool {
+	if x != nil {
+		return x.Destructive
+	}
+	return false
+}
+
+func (x *McpToolHints) GetIdempotent() bool {
+	if x != nil {
+		return x.Idempotent
+	}
+	return false
+}
+
+func (x *McpToolHints) GetOpenWorld() bool {
+	if x != nil {
+		return x.OpenWorld
+	}
+	return false
+}
+
 // ToolContract is what Steward knows about a tool before anyone may call it.
 type ToolContract struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -698,6 +868,7 @@ type ToolContract struct {
 	//	*ToolContract_Http
 	//	*ToolContract_Builtin
 	//	*ToolContract_Model
+	//	*ToolContract_Mcp
 	Endpoint      isToolContract_Endpoint `protobuf_oneof:"endpoint"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -705,7 +876,7 @@ type ToolContract struct {
 
 func (x *ToolContract) Reset() {
 	*x = ToolContract{}
-	mi := &file_steward_v1_tool_proto_msgTypes[6]
+	mi := &file_steward_v1_tool_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -717,7 +888,7 @@ func (x *ToolContract) String() string {
 func (*ToolContract) ProtoMessage() {}
 
 func (x *ToolContract) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_tool_proto_msgTypes[6]
+	mi := &file_steward_v1_tool_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -730,7 +901,7 @@ func (x *ToolContract) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolContract.ProtoReflect.Descriptor instead.
 func (*ToolContract) Descriptor() ([]byte, []int) {
-	return file_steward_v1_tool_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_tool_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ToolContract) GetName() string {
@@ -886,6 +1057,15 @@ func (x *ToolContract) GetModel() *ModelEndpoint {
 	return nil
 }
 
+func (x *ToolContract) GetMcp() *McpEndpoint {
+	if x != nil {
+		if x, ok := x.Endpoint.(*ToolContract_Mcp); ok {
+			return x.Mcp
+		}
+	}
+	return nil
+}
+
 type isToolContract_Endpoint interface {
 	isToolContract_Endpoint()
 }
@@ -902,11 +1082,17 @@ type ToolContract_Model struct {
 	Model *ModelEndpoint `protobuf:"bytes,22,opt,name=model,proto3,oneof"`
 }
 
+type ToolContract_Mcp struct {
+	Mcp *McpEndpoint `protobuf:"bytes,23,opt,name=mcp,proto3,oneof"`
+}
+
 func (*ToolContract_Http) isToolContract_Endpoint() {}
 
 func (*ToolContract_Builtin) isToolContract_Endpoint() {}
 
 func (*ToolContract_Model) isToolContract_Endpoint() {}
+
+func (*ToolContract_Mcp) isToolContract_Endpoint() {}
 
 // Tool is a registered tool version.
 type Tool struct {
@@ -925,7 +1111,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_steward_v1_tool_proto_msgTypes[7]
+	mi := &file_steward_v1_tool_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -937,7 +1123,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_tool_proto_msgTypes[7]
+	mi := &file_steward_v1_tool_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -950,7 +1136,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_steward_v1_tool_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_tool_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Tool) GetContract() *ToolContract {
@@ -1031,7 +1217,24 @@ const file_steward_v1_tool_proto_rawDesc = "" +
 	"\n" +
 	"max_tokens\x18\x05 \x01(\x03R\tmaxTokens\x12-\n" +
 	"\x13input_micros_per_1k\x18\x06 \x01(\x03R\x10inputMicrosPer1k\x12/\n" +
-	"\x14output_micros_per_1k\x18\a \x01(\x03R\x11outputMicrosPer1k\"\xcf\a\n" +
+	"\x14output_micros_per_1k\x18\a \x01(\x03R\x11outputMicrosPer1k\"\xc6\x01\n" +
+	"\vMcpEndpoint\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1d\n" +
+	"\n" +
+	"token_file\x18\x03 \x01(\tR\ttokenFile\x12\x1d\n" +
+	"\n" +
+	"oauth_file\x18\x04 \x01(\tR\toauthFile\x12#\n" +
+	"\rschema_digest\x18\x05 \x01(\tR\fschemaDigest\x12.\n" +
+	"\x05hints\x18\x06 \x01(\v2\x18.steward.v1.McpToolHintsR\x05hints\"\x8c\x01\n" +
+	"\fMcpToolHints\x12\x1b\n" +
+	"\tread_only\x18\x01 \x01(\bR\breadOnly\x12 \n" +
+	"\vdestructive\x18\x02 \x01(\bR\vdestructive\x12\x1e\n" +
+	"\n" +
+	"idempotent\x18\x03 \x01(\bR\n" +
+	"idempotent\x12\x1d\n" +
+	"\n" +
+	"open_world\x18\x04 \x01(\bR\topenWorld\"\xfc\a\n" +
 	"\fToolContract\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12 \n" +
@@ -1054,7 +1257,8 @@ const file_steward_v1_tool_proto_rawDesc = "" +
 	"\x06limits\x18\x11 \x01(\v2\x16.steward.v1.ToolLimitsR\x06limits\x12.\n" +
 	"\x04http\x18\x14 \x01(\v2\x18.steward.v1.HTTPEndpointH\x00R\x04http\x127\n" +
 	"\abuiltin\x18\x15 \x01(\v2\x1b.steward.v1.BuiltinEndpointH\x00R\abuiltin\x121\n" +
-	"\x05model\x18\x16 \x01(\v2\x19.steward.v1.ModelEndpointH\x00R\x05modelB\n" +
+	"\x05model\x18\x16 \x01(\v2\x19.steward.v1.ModelEndpointH\x00R\x05model\x12+\n" +
+	"\x03mcp\x18\x17 \x01(\v2\x17.steward.v1.McpEndpointH\x00R\x03mcpB\n" +
 	"\n" +
 	"\bendpoint\"\xd6\x01\n" +
 	"\x04Tool\x124\n" +
@@ -1096,7 +1300,7 @@ func file_steward_v1_tool_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_steward_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_steward_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_steward_v1_tool_proto_goTypes = []any{
 	(EffectClass)(0),              // 0: steward.v1.EffectClass
 	(DataSensitivity)(0),          // 1: steward.v1.DataSensitivity
@@ -1107,34 +1311,38 @@ var file_steward_v1_tool_proto_goTypes = []any{
 	(*HTTPEndpoint)(nil),          // 6: steward.v1.HTTPEndpoint
 	(*BuiltinEndpoint)(nil),       // 7: steward.v1.BuiltinEndpoint
 	(*ModelEndpoint)(nil),         // 8: steward.v1.ModelEndpoint
-	(*ToolContract)(nil),          // 9: steward.v1.ToolContract
-	(*Tool)(nil),                  // 10: steward.v1.Tool
-	(*durationpb.Duration)(nil),   // 11: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(*McpEndpoint)(nil),           // 9: steward.v1.McpEndpoint
+	(*McpToolHints)(nil),          // 10: steward.v1.McpToolHints
+	(*ToolContract)(nil),          // 11: steward.v1.ToolContract
+	(*Tool)(nil),                  // 12: steward.v1.Tool
+	(*durationpb.Duration)(nil),   // 13: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
 }
 var file_steward_v1_tool_proto_depIdxs = []int32{
-	11, // 0: steward.v1.IdempotencySupport.retention:type_name -> google.protobuf.Duration
-	11, // 1: steward.v1.RetryPolicy.initial_backoff:type_name -> google.protobuf.Duration
-	11, // 2: steward.v1.RetryPolicy.max_backoff:type_name -> google.protobuf.Duration
-	11, // 3: steward.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
-	11, // 4: steward.v1.ToolLimits.breaker_cool_down:type_name -> google.protobuf.Duration
-	0,  // 5: steward.v1.ToolContract.effect_class:type_name -> steward.v1.EffectClass
-	3,  // 6: steward.v1.ToolContract.idempotency:type_name -> steward.v1.IdempotencySupport
-	1,  // 7: steward.v1.ToolContract.data_sensitivity:type_name -> steward.v1.DataSensitivity
-	2,  // 8: steward.v1.ToolContract.default_approval:type_name -> steward.v1.ApprovalRule
-	11, // 9: steward.v1.ToolContract.timeout:type_name -> google.protobuf.Duration
-	4,  // 10: steward.v1.ToolContract.retry_policy:type_name -> steward.v1.RetryPolicy
-	5,  // 11: steward.v1.ToolContract.limits:type_name -> steward.v1.ToolLimits
-	6,  // 12: steward.v1.ToolContract.http:type_name -> steward.v1.HTTPEndpoint
-	7,  // 13: steward.v1.ToolContract.builtin:type_name -> steward.v1.BuiltinEndpoint
-	8,  // 14: steward.v1.ToolContract.model:type_name -> steward.v1.ModelEndpoint
-	9,  // 15: steward.v1.Tool.contract:type_name -> steward.v1.ToolContract
-	12, // 16: steward.v1.Tool.registered_at:type_name -> google.protobuf.Timestamp
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	13, // 0: steward.v1.IdempotencySupport.retention:type_name -> google.protobuf.Duration
+	13, // 1: steward.v1.RetryPolicy.initial_backoff:type_name -> google.protobuf.Duration
+	13, // 2: steward.v1.RetryPolicy.max_backoff:type_name -> google.protobuf.Duration
+	13, // 3: steward.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
+	13, // 4: steward.v1.ToolLimits.breaker_cool_down:type_name -> google.protobuf.Duration
+	10, // 5: steward.v1.McpEndpoint.hints:type_name -> steward.v1.McpToolHints
+	0,  // 6: steward.v1.ToolContract.effect_class:type_name -> steward.v1.EffectClass
+	3,  // 7: steward.v1.ToolContract.idempotency:type_name -> steward.v1.IdempotencySupport
+	1,  // 8: steward.v1.ToolContract.data_sensitivity:type_name -> steward.v1.DataSensitivity
+	2,  // 9: steward.v1.ToolContract.default_approval:type_name -> steward.v1.ApprovalRule
+	13, // 10: steward.v1.ToolContract.timeout:type_name -> google.protobuf.Duration
+	4,  // 11: steward.v1.ToolContract.retry_policy:type_name -> steward.v1.RetryPolicy
+	5,  // 12: steward.v1.ToolContract.limits:type_name -> steward.v1.ToolLimits
+	6,  // 13: steward.v1.ToolContract.http:type_name -> steward.v1.HTTPEndpoint
+	7,  // 14: steward.v1.ToolContract.builtin:type_name -> steward.v1.BuiltinEndpoint
+	8,  // 15: steward.v1.ToolContract.model:type_name -> steward.v1.ModelEndpoint
+	9,  // 16: steward.v1.ToolContract.mcp:type_name -> steward.v1.McpEndpoint
+	11, // 17: steward.v1.Tool.contract:type_name -> steward.v1.ToolContract
+	14, // 18: steward.v1.Tool.registered_at:type_name -> google.protobuf.Timestamp
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_tool_proto_init() }
@@ -1142,10 +1350,11 @@ func file_steward_v1_tool_proto_init() {
 	if File_steward_v1_tool_proto != nil {
 		return
 	}
-	file_steward_v1_tool_proto_msgTypes[6].OneofWrappers = []any{
+	file_steward_v1_tool_proto_msgTypes[8].OneofWrappers = []any{
 		(*ToolContract_Http)(nil),
 		(*ToolContract_Builtin)(nil),
 		(*ToolContract_Model)(nil),
+		(*ToolContract_Mcp)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1153,7 +1362,7 @@ func file_steward_v1_tool_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_tool_proto_rawDesc), len(file_steward_v1_tool_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -278,6 +278,104 @@ export declare type ModelEndpoint = Message<"steward.v1.ModelEndpoint"> & {
 export declare const ModelEndpointSchema: GenMessage<ModelEndpoint>;
 
 /**
+ * McpEndpoint is one tool of an MCP server over streamable HTTP
+ * (docs/mcp.md). Steward calls it with tools/call, op_key in the request's
+ * _meta as "steward/op_key", and before each call lists the server's tools
+ * to check that the tool is still the one imported.
+ *
+ * @generated from message steward.v1.McpEndpoint
+ */
+export declare type McpEndpoint = Message<"steward.v1.McpEndpoint"> & {
+  /**
+   * The server's streamable HTTP endpoint. Required, absolute http(s).
+   *
+   * @generated from field: string url = 1;
+   */
+  url: string;
+
+  /**
+   * The tool's name on the server. Required.
+   *
+   * @generated from field: string tool = 2;
+   */
+  tool: string;
+
+  /**
+   * A file holding a bearer token, read at each call; the token never
+   * reaches the log. At most one of token_file and oauth_file.
+   *
+   * @generated from field: string token_file = 3;
+   */
+  tokenFile: string;
+
+  /**
+   * A JSON file {"token_url", "client_id", "client_secret", "scopes"}:
+   * OAuth client credentials Steward exchanges for a bearer token.
+   *
+   * @generated from field: string oauth_file = 4;
+   */
+  oauthFile: string;
+
+  /**
+   * "sha256:" and the hex SHA-256 of the tool's name, description and
+   * input schema as imported (toolreg.MCPDigest). A call to a tool the
+   * server now describes otherwise is refused, never sent, until the
+   * tool is imported again. Required.
+   *
+   * @generated from field: string schema_digest = 5;
+   */
+  schemaDigest: string;
+
+  /**
+   * The server's annotations, as imported: shown to people, never
+   * trusted as the effect class.
+   *
+   * @generated from field: steward.v1.McpToolHints hints = 6;
+   */
+  hints?: McpToolHints | undefined;
+};
+
+/**
+ * Describes the message steward.v1.McpEndpoint.
+ * Use `create(McpEndpointSchema)` to create a new message.
+ */
+export declare const McpEndpointSchema: GenMessage<McpEndpoint>;
+
+/**
+ * McpToolHints are an MCP tool's annotations, with the protocol's
+ * defaults filled in.
+ *
+ * @generated from message steward.v1.McpToolHints
+ */
+export declare type McpToolHints = Message<"steward.v1.McpToolHints"> & {
+  /**
+   * @generated from field: bool read_only = 1;
+   */
+  readOnly: boolean;
+
+  /**
+   * @generated from field: bool destructive = 2;
+   */
+  destructive: boolean;
+
+  /**
+   * @generated from field: bool idempotent = 3;
+   */
+  idempotent: boolean;
+
+  /**
+   * @generated from field: bool open_world = 4;
+   */
+  openWorld: boolean;
+};
+
+/**
+ * Describes the message steward.v1.McpToolHints.
+ * Use `create(McpToolHintsSchema)` to create a new message.
+ */
+export declare const McpToolHintsSchema: GenMessage<McpToolHints>;
+
+/**
  * ToolContract is what Steward knows about a tool before anyone may call it.
  *
  * @generated from message steward.v1.ToolContract
@@ -410,6 +508,12 @@ export declare type ToolContract = Message<"steward.v1.ToolContract"> & {
      */
     value: ModelEndpoint;
     case: "model";
+  } | {
+    /**
+     * @generated from field: steward.v1.McpEndpoint mcp = 23;
+     */
+    value: McpEndpoint;
+    case: "mcp";
   } | { case: undefined; value?: undefined };
 };
 
