@@ -38,6 +38,7 @@ require (
 
 require (
 	cel.dev/expr v0.25.3 // indirect
+	github.com/a2aproject/a2a-go v0.3.3 // indirect
 	github.com/agnivade/levenshtein v1.2.2 // indirect
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
