@@ -268,3 +268,28 @@ func TestA2ARefusals(t *testing.T) {
 		t.Fatalf("card: %d %s", resp.StatusCode, card.String())
 	}
 }
+
+// TestA2ACheckCLI checks a skills file with `steward a2a check`, the real
+// binary and no server: the table lists each skill with its agent and
+// contract, -o json gives the contract in the API's JSON, and a file
+// --a2a-skills would refuse exits 1 naming the field.
+func TestA2ACheckCLI(t *testing.T) {
+	out, _ := runBinary(t, nil, 0, "a2a", "check", a2aSkills)
+	if !strings.Contains(out, "SKILL") || !strings.Contains(out, "summarise  Summarise incidents  agent:summariser  low   50000") {
+		t.Errorf("a2a check:\n%s", out)
+	}
+	out, _ = runBinary(t, nil, 0, "a2a", "check", "-o", "json", a2aSkills)
+	var first struct {
+		ID       string `json:"id"`
+		Contract struct {
+			RiskTier string `json:"riskTier"`
+		} `json:"contract"`
+	}
+	if err := json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &first); err != nil || first.ID != "summarise" || first.Contract.RiskTier != "RISK_TIER_LOW" {
+		t.Errorf("a2a check -o json: %v\n%s", err, out)
+	}
+	bad := writeFile(t, t.TempDir(), "skills.json", `{"skills": [{"id": "x", "name": "X"}]}`)
+	if _, errs := runBinary(t, nil, 1, "a2a", "check", bad); !strings.Contains(errs, "skills[0].agent: is required") {
+		t.Errorf("a skill without an agent: %s", errs)
+	}
+}

@@ -2,8 +2,8 @@ package a2a
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"connectrpc.com/connect"
