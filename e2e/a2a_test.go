@@ -16,6 +16,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2aclient"
 	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
 
+	"github.com/steward-run/steward/cmd/steward/app"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
@@ -292,4 +293,68 @@ func TestA2ACheckCLI(t *testing.T) {
 	if _, errs := runBinary(t, nil, 1, "a2a", "check", bad); !strings.Contains(errs, "skills[0].agent: is required") {
 		t.Errorf("a skill without an agent: %s", errs)
 	}
+}
+
+// TestA2AThroughTheGateway serves A2A from `steward gateway` in front of
+// the planes, the real binaries: its calls go through the gateway to the
+// planes as the caller, a stream follows a task to the agent's question
+// (a2a-go's streaming client), and a caller without a token gets a 401.
+func TestA2AThroughTheGateway(t *testing.T) {
+	h := startSteward(t, setup{})
+	args := []string{"gateway", "--addr", "127.0.0.1:0", "--log-level", "warn", "--a2a-skills", a2aSkills}
+	for _, r := range app.PlaneRoutes() {
+		args = append(args, "--"+r.Plane, h.url)
+	}
+	gw := startCommand(t, nil, args...)
+	stewardtest.Eventually(t, 20*time.Second, func() (bool, string) {
+		resp, err := http.Get(gw.url + "/readyz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client := a2aClient(t, gw.url, ownerToken)
+	var states []a2a.TaskState
+	asked := false
+	for ev, err := range client.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: textMessage("m-gw-1", "Through the gateway"), Metadata: map[string]any{"skill": "triage"}}) {
+		if err != nil {
+			t.Fatalf("after %q: %v", states, err)
+		}
+		switch ev := ev.(type) {
+		case *a2a.Task:
+			states = append(states, ev.Status.State)
+		case *a2a.TaskStatusUpdateEvent:
+			states = append(states, ev.Status.State)
+			if ev.Final && words(ev.Status) != "Who?" {
+				t.Fatalf("final status %+v, want the question", ev.Status)
+			}
+		}
+		if id := ev.TaskInfo().TaskID; !asked {
+			asked = true
+			waitServed(t, h.agent.clients, string(id), 20*time.Second, func(tk *stewardv1.Task) (bool, string) {
+				return tk.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING && tk.Credential != nil, tk.Status.String()
+			})
+			if _, err := h.agent.tasks.RequestInput(ctx, connect.NewRequest(&stewardv1.RequestInputRequest{TaskId: string(id), Question: "Who?", RequestId: "ask"})); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if states[len(states)-1] != a2a.TaskStateInputRequired {
+		t.Fatalf("states %q, want the last input-required", states)
+	}
+	if a := postRPC(t, gw.url, "", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"t"}}`); a.status != http.StatusUnauthorized {
+		t.Fatalf("no token through the gateway: %d %+v", a.status, a.Error)
+	}
+}
+
+// words is what a status message says.
+func words(st a2a.TaskStatus) string {
+	if st.Message == nil || len(st.Message.Parts) == 0 {
+		return ""
+	}
+	p, _ := st.Message.Parts[0].(a2a.TextPart)
+	return p.Text
 }
