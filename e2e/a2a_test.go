@@ -132,6 +132,15 @@ func TestA2AWithGoClient(t *testing.T) {
 	if len(done.Artifacts) != 1 || done.Artifacts[0].Name != "summary.md" || done.Artifacts[0].Parts[0].(a2a.TextPart).Text != summary {
 		t.Fatalf("artifacts: %+v", done.Artifacts)
 	}
+	// The context task, which handed the skill's budget on, is not
+	// suspended for having spent it: it holds none of its own.
+	holder, err := h.owner.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: opened.ContextID}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if holder.Msg.Task.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING || holder.Msg.Task.Contract.Budget != nil {
+		t.Fatalf("the context task: %s (%s), budget %v", holder.Msg.Task.Status, holder.Msg.Task.StatusReason, holder.Msg.Task.Contract.Budget)
+	}
 	// A viewer may read the task, not its content: the artifact is there,
 	// its bytes are not. Another tenant's caller does not find the task.
 	viewed, err := a2aClient(t, h.url, viewerToken).GetTask(ctx, &a2a.TaskQueryParams{ID: opened.ID})

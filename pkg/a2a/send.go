@@ -66,11 +66,13 @@ func (h *Handler) deliver(ctx context.Context, c clients, caller string, raw jso
 		return "", rerr
 	}
 	if m.ContextID != "" {
-		// The context task hands all its budget on to its one sub-task.
-		return "", invalidParams("message.contextId", "a context holds one task, whose budget it hands on whole: leave contextId out to open a task in a new context, or name the task (taskId) to answer it")
+		// One task per context: the skill's contract, budget included, is
+		// the task's, and a second skill's would have to be handed on
+		// from a context made for the first.
+		return "", invalidParams("message.contextId", "a context holds one task: leave contextId out to open a task in a new context, or name the task (taskId) to answer it")
 	}
 	k := skill.contractFor(caller, text)
-	created, err := c.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "a2a-context-" + m.ID, Contract: k}))
+	created, err := c.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "a2a-context-" + m.ID, Contract: holder(k)}))
 	if err != nil {
 		return "", fromAPI(err)
 	}

@@ -110,6 +110,16 @@ func (s Skill) contractFor(caller, text string) *stewardv1.TaskContract {
 	return k
 }
 
+// holder is the context task's contract: the skill's without a budget,
+// so that handing the skill's budget on to the task does not spend it
+// (a context task with a budget would be suspended, its budget spent, as
+// soon as it delegated it whole).
+func holder(k *stewardv1.TaskContract) *stewardv1.TaskContract {
+	h := proto.Clone(k).(*stewardv1.TaskContract)
+	h.Budget = nil
+	return h
+}
+
 // delegated is the sub-task's contract: the skill's, but for the deadline
 // and objective, which are the context task's (an unset one inherits).
 // Its budget is the skill's too, handed on from what the context has left.
