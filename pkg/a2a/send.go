@@ -103,11 +103,14 @@ func (h *Handler) answer(ctx context.Context, c clients, m *a2a.Message, text st
 	if m.ContextID != "" && m.ContextID != contextOf(t) {
 		return "", invalidParams("message.contextId", "task %s is in context %s, not %s", m.TaskID, contextOf(t), m.ContextID)
 	}
-	if t.Status != stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT {
+	// A task that waits on nothing may have taken this very message
+	// already (a retry whose answer was lost): ProvideInput says so by
+	// its request id, and refuses any other message.
+	_, err = c.tasks.ProvideInput(ctx, connect.NewRequest(&stewardv1.ProvideInputRequest{TaskId: string(m.TaskID), Answer: text, RequestId: "a2a-" + m.ID}))
+	if err != nil && t.Status != stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT {
 		state, _ := stateOf(t)
 		return "", invalidParams("message.taskId", "task %s is %s: a message to a task answers the question it waits on, and it waits on none", m.TaskID, state)
 	}
-	_, err = c.tasks.ProvideInput(ctx, connect.NewRequest(&stewardv1.ProvideInputRequest{TaskId: string(m.TaskID), Answer: text, RequestId: "a2a-" + m.ID}))
 	if err != nil {
 		return "", fromAPI(err)
 	}
