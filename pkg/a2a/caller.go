@@ -19,8 +19,11 @@ type forward http.Header
 
 func (f forward) set(h http.Header) {
 	for _, name := range forwarded() {
-		if v := http.Header(f).Get(name); v != "" {
-			h.Set(name, v)
+		// Every value as sent: the API refuses a principal named twice,
+		// and must see it named twice to.
+		h.Del(name)
+		for _, v := range http.Header(f).Values(name) {
+			h.Add(name, v)
 		}
 	}
 }
