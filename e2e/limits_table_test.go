@@ -77,7 +77,7 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 		"responses in flight on one connection":  {size(rpc.DefaultConnResponseBytes)},
 		"responses in flight on all connections": {size(rpc.DefaultServerResponseBytes)},
 		"an A2A request, an artifact inline in an A2A answer ([a2a.md](a2a.md))": {size(a2a.MaxRequestBytes) + " of JSON-RPC request",
-			size(a2a.MaxInlineArtifactBytes) + " of an artifact's content"},
+			size(a2a.MaxInlineArtifactBytes) + " of an artifact's content", size(a2a.MaxInlineAnswerBytes) + " of all the artifacts' content one answer or event carries"},
 	}
 	if d := time.Duration(float64(time.Second) / toolreg.MinRatePerSecond); d.Round(time.Second) != time.Hour {
 		t.Errorf("docs/errors.md says a tool's rate is at least one call an hour; the code says one every %s", d)

@@ -73,7 +73,8 @@ func (c clients) stream(ctx context.Context, taskID string, send func(a2a.Event)
 				continue
 			}
 			sent[task.ArtifactRef(art)] = true
-			a, err := c.artifact(ctx, taskID, art)
+			left := int64(MaxInlineAnswerBytes)
+			a, err := c.artifact(ctx, taskID, art, &left)
 			if err != nil {
 				return false, err
 			}

@@ -19,6 +19,12 @@ import (
 // Connect API (GetArtifactContent).
 const MaxInlineArtifactBytes = 1 << 20
 
+// MaxInlineAnswerBytes bounds the content of all the artifacts one answer
+// or stream event sends inline: a task may hold hundreds, and an answer
+// is built in memory whole. Past it, an artifact is described as one too
+// large is.
+const MaxInlineAnswerBytes = 4 << 20
+
 // stateOf is the A2A state of t and the status message that says more.
 // A2A has fewer states than Steward: every state in which the work goes on
 // without the A2A client (approvals, a pause, a suspension, settling an
@@ -88,8 +94,9 @@ func status(t *stewardv1.Task) a2a.TaskStatus {
 func (c clients) view(ctx context.Context, t *stewardv1.Task) (*a2a.Task, error) {
 	v := &a2a.Task{ID: a2a.TaskID(t.GetContract().GetTaskId()), ContextID: contextOf(t), Status: status(t),
 		Metadata: map[string]any{"steward.status": task.StatusName(t.Status)}}
+	left := int64(MaxInlineAnswerBytes)
 	for _, art := range task.LatestArtifacts(t) {
-		a, err := c.artifact(ctx, t.GetContract().GetTaskId(), art)
+		a, err := c.artifact(ctx, t.GetContract().GetTaskId(), art, &left)
 		if err != nil {
 			return nil, err
 		}
@@ -101,7 +108,9 @@ func (c clients) view(ctx context.Context, t *stewardv1.Task) (*a2a.Task, error)
 // artifact is one artifact version with its content, when the caller may
 // read it and it is small enough; otherwise with what describes it. A
 // caller who may not read it learns that it exists, not what it holds.
-func (c clients) artifact(ctx context.Context, taskID string, art *stewardv1.Artifact) (*a2a.Artifact, error) {
+// left is what the answer may still carry inline; what is sent is taken
+// from it.
+func (c clients) artifact(ctx context.Context, taskID string, art *stewardv1.Artifact, left *int64) (*a2a.Artifact, error) {
 	a := &a2a.Artifact{ID: a2a.ArtifactID(task.ArtifactRef(art)), Name: art.Name,
 		Metadata: map[string]any{"steward.sha256": art.Sha256, "steward.size_bytes": art.SizeBytes, "steward.version": art.Version}}
 	meta := a2a.FileMeta{MimeType: art.MediaType, Name: art.Name}
@@ -118,6 +127,11 @@ func (c clients) artifact(ctx context.Context, taskID string, art *stewardv1.Art
 		a.Parts = describe(art, fmt.Sprintf("larger than %d bytes: read it with GetArtifactContent", MaxInlineArtifactBytes))
 		return a, nil
 	}
+	if art.SizeBytes > *left {
+		a.Parts = describe(art, fmt.Sprintf("past the %d bytes of content one answer carries: read it with GetArtifactContent", MaxInlineAnswerBytes))
+		return a, nil
+	}
+	*left -= art.SizeBytes
 	content, err := c.read(ctx, taskID, art)
 	if connect.CodeOf(err) == connect.CodePermissionDenied {
 		a.Parts = describe(art, "hidden: the caller may not read it")
