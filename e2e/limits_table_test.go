@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steward-run/steward/pkg/a2a"
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
@@ -75,6 +76,8 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 			"`owner` and `tool` " + size(state.MaxFilterRef), count(state.MaxScan, "of the tenant's tasks")},
 		"responses in flight on one connection":  {size(rpc.DefaultConnResponseBytes)},
 		"responses in flight on all connections": {size(rpc.DefaultServerResponseBytes)},
+		"an A2A request, an artifact inline in an A2A answer ([a2a.md](a2a.md))": {size(a2a.MaxRequestBytes) + " of JSON-RPC request",
+			size(a2a.MaxInlineArtifactBytes) + " of an artifact's content", size(a2a.MaxInlineAnswerBytes) + " of all the artifacts' content one answer or event carries"},
 	}
 	if d := time.Duration(float64(time.Second) / toolreg.MinRatePerSecond); d.Round(time.Second) != time.Hour {
 		t.Errorf("docs/errors.md says a tool's rate is at least one call an hour; the code says one every %s", d)

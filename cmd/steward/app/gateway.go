@@ -43,6 +43,7 @@ type gatewayFlags struct {
 	logLevel        string
 	tlsCert, tlsKey string
 	planeCA         string
+	a2aSkills       string
 }
 
 func (f *gatewayFlags) parse(args []string, stderr io.Writer) error {
@@ -67,6 +68,7 @@ func (f *gatewayFlags) parse(args []string, stderr io.Writer) error {
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM `FILE` of the gateway's TLS certificate (chain), with --tls-key: serve HTTPS (HTTP/1.1 and HTTP/2) instead of cleartext")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM `FILE` of the private key of --tls-cert")
+	fs.StringVar(&f.a2aSkills, "a2a-skills", "", a2aFlagUsage)
 	fs.StringVar(&f.planeCA, "plane-ca", "", "PEM `FILE` of the CAs that sign the certificates of https:// replicas; the system's CAs when not given")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -139,18 +141,10 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The console beside the routed calls: one address for people too.
-	mux := http.NewServeMux()
-	for _, pattern := range console.Patterns() {
-		mux.Handle(pattern, console.Handler())
-	}
-	mux.Handle("/", g.Handler())
-	var h http.Handler = mux
-	if loopback(f.addr) {
-		// A gateway on this machine only may front planes in the open
-		// mode, which trust whoever calls: a browser's page under a
-		// rebound name must not reach them through it as its own origin.
-		h = rpc.LoopbackOnly(h)
+	var self string // set once bound, before serving
+	h, err := f.handler(g, func() string { return self }, logger)
+	if err != nil {
+		return err
 	}
 	srv, ln, err := f.listen(h)
 	if err != nil {
@@ -163,6 +157,7 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	if srv.TLSConfig != nil {
 		scheme = "https"
 	}
+	self = selfURL(scheme, ln.Addr().String())
 	fmt.Fprintf(stdout, "steward: gateway serving Connect, gRPC and gRPC-Web on %s://%s\n", scheme, ln.Addr())
 	served := make(chan error, 1)
 	go func() {
@@ -185,6 +180,26 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 		_ = srv.Close()
 	}
 	return nil
+}
+
+// handler is what the gateway serves: the routed calls, the console
+// beside them (one address for people too) and, with --a2a-skills, A2A.
+func (f *gatewayFlags) handler(g *gateway.Gateway, self func() string, logger *slog.Logger) (http.Handler, error) {
+	mux := http.NewServeMux()
+	for _, pattern := range console.Patterns() {
+		mux.Handle(pattern, console.Handler())
+	}
+	mux.Handle("/", g.Handler())
+	if err := f.mountA2A(mux, self, logger); err != nil {
+		return nil, err
+	}
+	if loopback(f.addr) {
+		// A gateway on this machine only may front planes in the open
+		// mode, which trust whoever calls: a browser's page under a
+		// rebound name must not reach them through it as its own origin.
+		return rpc.LoopbackOnly(mux), nil
+	}
+	return mux, nil
 }
 
 // listen binds --addr for h with the limits and protocols a plane's API

@@ -60,6 +60,7 @@ type Server struct {
 	// execution: how long an MCP server's tool listing is reused
 	MCPListTTL time.Duration
 	NotifyFile string // state: webhook sinks told when a person is needed
+	A2ASkills  string // dev: the A2A skills file (docs/a2a.md)
 	// execution: ranges tenants' tools may call though inside
 	EgressAllow []netip.Prefix
 	// execution: tool names no tenant may register
@@ -221,6 +222,13 @@ func (m *Server) listenOptions(js jetstream.JetStream, log *eventlog.Log) ([]rpc
 			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
 		}
 		listen = append(listen, opt)
+	}
+	if m.A2ASkills != "" {
+		routes, err := m.a2aOptions()
+		if err != nil {
+			return nil, err
+		}
+		listen = append(listen, routes...)
 	}
 	if m.Mode == "dev" {
 		// The CLI sends the admin token it reads in the data directory
