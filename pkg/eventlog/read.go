@@ -98,15 +98,7 @@ func (l *Log) ReadSchedule(ctx context.Context, id string) ([]*stewardv1.EventRe
 // run's check for its schedule's revoked credential, before each action),
 // which then reads one subject rather than every firing.
 func (l *Log) ReadScheduleEvents(ctx context.Context, id, typ string) ([]*stewardv1.EventRecord, error) {
-	if !ValidTaskID(id) {
-		return nil, errs.Field("schedule_id", "%s is not an id: want 1-64 letters, digits, '-' or '_'", errs.Quote(id))
-	}
-	var out []*stewardv1.EventRecord
-	err := l.eachOn(ctx, l.cfg.SchedulePrefix+"."+id+"."+typ, 0, func(rec *stewardv1.EventRecord) error {
-		out = append(out, rec)
-		return nil
-	})
-	return out, err
+	return l.readEach(ctx, "schedule_id", id, l.cfg.SchedulePrefix+"."+id+"."+typ, 0)
 }
 
 // ReadObjectiveAfter returns the events of objective id stored after
@@ -115,11 +107,18 @@ func (l *Log) ReadScheduleEvents(ctx context.Context, id, typ string) ([]*stewar
 // for ReadAfter: a reader that keeps an objective folded reads only what
 // is new.
 func (l *Log) ReadObjectiveAfter(ctx context.Context, id string, after uint64) ([]*stewardv1.EventRecord, error) {
+	return l.readEach(ctx, "objective_id", id, l.ObjectiveSubject(id), after)
+}
+
+// readEach returns the events on subject, of an objective or a schedule
+// named id, stored after stream sequence after, each checked against its
+// own hash and subject but not linked to the events before it.
+func (l *Log) readEach(ctx context.Context, field, id, subject string, after uint64) ([]*stewardv1.EventRecord, error) {
 	if !ValidTaskID(id) {
-		return nil, errs.Field("objective_id", "%s is not an id: want 1-64 letters, digits, '-' or '_'", errs.Quote(id))
+		return nil, errs.Field(field, "%s is not an id: want 1-64 letters, digits, '-' or '_'", errs.Quote(id))
 	}
 	var out []*stewardv1.EventRecord
-	err := l.eachOn(ctx, l.ObjectiveSubject(id), after, func(rec *stewardv1.EventRecord) error {
+	err := l.eachOn(ctx, subject, after, func(rec *stewardv1.EventRecord) error {
 		out = append(out, rec)
 		return nil
 	})
