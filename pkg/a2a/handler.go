@@ -2,8 +2,11 @@ package a2a
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"connectrpc.com/connect"
 	"github.com/a2aproject/a2a-go/a2a"
@@ -35,6 +38,11 @@ type Config struct {
 	// Client makes those calls.
 	Client connect.HTTPClient
 	Logger *slog.Logger
+	// PublicURL is the scheme and host clients reach this endpoint at
+	// ("https://steward.example.com"), named in the card. Empty: the
+	// request's own, from its Host header, which any caller may set, so a
+	// deployment behind a proxy or a shared cache names it.
+	PublicURL string
 }
 
 // Handler serves the agent card and the JSON-RPC endpoint.
@@ -107,13 +115,33 @@ func nonNil(s []string) []string {
 }
 
 func (h *Handler) serveCard(w http.ResponseWriter, r *http.Request) {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
+	base := h.cfg.PublicURL
+	if base == "" {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		base = scheme + "://" + r.Host
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "max-age=300")
-	writeJSON(w, h.Card(scheme+"://"+r.Host))
+	writeJSON(w, h.Card(base))
+}
+
+// ParsePublicURL checks a public URL for Config.PublicURL: absolute http
+// or https, a host, and no query or fragment; a trailing slash is dropped.
+func ParsePublicURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return "", fmt.Errorf("%q is not an absolute http(s) URL", raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("%q has a query, fragment or user: it names only where clients reach Steward", raw)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
 }
 
 // clients are the Connect clients of one call, presenting its caller's

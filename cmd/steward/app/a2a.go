@@ -15,15 +15,22 @@ import (
 
 // a2aFlagUsage is --a2a-skills', for dev and the gateway: the two that
 // serve every service on one address, which A2A calls need.
+const a2aPublicURLUsage = "`URL` clients reach the API at (scheme, host, and any path prefix a proxy strips), named in the A2A agent card; default: the request's Host header, which any caller may set (docs/a2a.md)"
+
 const a2aFlagUsage = "`FILE` of A2A skills, each a contract template and the agent who works its tasks: serve the A2A agent card (" + a2a.CardPath + ") and JSON-RPC endpoint (" + a2a.RPCPath + ") beside the API, under the same tokens (docs/a2a.md)"
 
 // a2aRoutes are the A2A card and endpoint of the skills in skillsFile,
 // whose calls go to the API at self() as their callers. With cert, the
 // API is HTTPS under that certificate, and the calls trust it alone.
-func a2aRoutes(skillsFile string, self func() string, cert *tls.Certificate, logger *slog.Logger) (map[string]http.Handler, error) {
+func a2aRoutes(skillsFile, publicURL string, self func() string, cert *tls.Certificate, logger *slog.Logger) (map[string]http.Handler, error) {
 	skills, err := a2a.LoadSkills(skillsFile)
 	if err != nil {
 		return nil, err
+	}
+	if publicURL != "" {
+		if publicURL, err = a2a.ParsePublicURL(publicURL); err != nil {
+			return nil, fmt.Errorf("--a2a-public-url: %w", err)
+		}
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	if cert != nil {
@@ -38,7 +45,7 @@ func a2aRoutes(skillsFile string, self func() string, cert *tls.Certificate, log
 		}}
 	}
 	h, err := a2a.New(a2a.Config{
-		Name: "Steward", Version: "1", Skills: skills, API: self, Logger: logger,
+		Name: "Steward", Version: "1", Skills: skills, API: self, Logger: logger, PublicURL: publicURL,
 		Description: "Durable, governed tasks: each skill opens a task under a contract (owners, budget, risk tier, acceptance) that a Steward agent works",
 		Client:      &http.Client{Transport: transport, Timeout: 0}, // streams last as long as their task
 	})
@@ -71,7 +78,7 @@ func (m *Server) a2aOptions() ([]rpc.Option, error) {
 		}
 		scheme, cert = "https", &c
 	}
-	routes, err := a2aRoutes(m.A2ASkills, func() string { return selfURL(scheme, m.rpc.Addr()) }, cert, m.logger)
+	routes, err := a2aRoutes(m.A2ASkills, m.A2APublicURL, func() string { return selfURL(scheme, m.rpc.Addr()) }, cert, m.logger)
 	if err != nil {
 		return nil, fmt.Errorf("--a2a-skills: %w", err)
 	}
@@ -96,7 +103,7 @@ func (f *gatewayFlags) mountA2A(mux *http.ServeMux, self func() string, logger *
 		}
 		cert = &c
 	}
-	routes, err := a2aRoutes(f.a2aSkills, self, cert, logger)
+	routes, err := a2aRoutes(f.a2aSkills, f.a2aPublicURL, self, cert, logger)
 	if err != nil {
 		return fmt.Errorf("--a2a-skills: %w", err)
 	}

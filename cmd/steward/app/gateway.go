@@ -44,6 +44,7 @@ type gatewayFlags struct {
 	tlsCert, tlsKey string
 	planeCA         string
 	a2aSkills       string
+	a2aPublicURL    string
 }
 
 func (f *gatewayFlags) parse(args []string, stderr io.Writer) error {
@@ -69,6 +70,7 @@ func (f *gatewayFlags) parse(args []string, stderr io.Writer) error {
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "PEM `FILE` of the gateway's TLS certificate (chain), with --tls-key: serve HTTPS (HTTP/1.1 and HTTP/2) instead of cleartext")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "PEM `FILE` of the private key of --tls-cert")
 	fs.StringVar(&f.a2aSkills, "a2a-skills", "", a2aFlagUsage)
+	fs.StringVar(&f.a2aPublicURL, "a2a-public-url", "", a2aPublicURLUsage)
 	fs.StringVar(&f.planeCA, "plane-ca", "", "PEM `FILE` of the CAs that sign the certificates of https:// replicas; the system's CAs when not given")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

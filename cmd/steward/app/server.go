@@ -61,6 +61,8 @@ type Server struct {
 	MCPListTTL time.Duration
 	NotifyFile string // state: webhook sinks told when a person is needed
 	A2ASkills  string // dev: the A2A skills file (docs/a2a.md)
+	// dev: the base URL the agent card names (--a2a-public-url)
+	A2APublicURL string
 	// execution: ranges tenants' tools may call though inside
 	EgressAllow []netip.Prefix
 	// execution: tool names no tenant may register
