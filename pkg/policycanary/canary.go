@@ -16,6 +16,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/auditbundle"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/policystore"
 	"github.com/steward-run/steward/pkg/task"
 )
 
@@ -105,6 +106,13 @@ func (c *Canary) Add(ctx context.Context, rec *stewardv1.RecordedSnapshot) {
 		clear(c.inputs)
 	}
 	if len(rec.Input) > 0 {
+		// Checked here, not trusted from the server: the report is only
+		// as true as the inputs it re-evaluates, and one that is not the
+		// input judged is an error a pipeline must not pass over.
+		if policystore.InputHash(rec.Input) != s.GetInputHash() {
+			c.report.Errors = append(c.report.Errors, fmt.Sprintf("task %s snapshot %s: the input sent does not hash to its input_hash", rec.TaskId, s.GetSnapshotId()))
+			return
+		}
 		c.inputs[s.GetInputHash()] = rec.Input
 	}
 	input, why := c.inputOf(rec)

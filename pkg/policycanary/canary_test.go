@@ -12,6 +12,7 @@ import (
 	"github.com/steward-run/steward/pkg/auditbundle"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/policycanary"
+	"github.com/steward-run/steward/pkg/policystore"
 	"github.com/steward-run/steward/pkg/task"
 )
 
@@ -35,7 +36,7 @@ var (
 // input under which the candidate decides got.
 func recorded(n int, tool string, s *stewardv1.PolicySnapshot, got auditbundle.Decision) *stewardv1.RecordedSnapshot {
 	input, _ := json.Marshal(got)
-	s.SnapshotId, s.InputHash, s.InputKept = fmt.Sprintf("snap-%d", n), fmt.Sprintf("h-%d", n), true
+	s.SnapshotId, s.InputHash, s.InputKept = fmt.Sprintf("snap-%d", n), policystore.InputHash(input), true
 	return &stewardv1.RecordedSnapshot{TaskId: "t", ActionId: fmt.Sprintf("a-%d", n), Tool: tool, Kind: stewardv1.PolicySnapshotKind_POLICY_SNAPSHOT_KIND_ACTION,
 		Snapshot: s, Input: input}
 }
@@ -94,6 +95,7 @@ func TestCompare(t *testing.T) {
 		rec := recorded(1, "pay", c.was, c.got)
 		if strings.Contains(c.name, "always asks") { // the tool's contract asks a person for every call
 			rec.Input = withTool(t, rec.Input)
+			rec.Snapshot.InputHash = policystore.InputHash(rec.Input)
 		}
 		can.Add(context.Background(), rec)
 		r := can.Report()
@@ -122,11 +124,12 @@ func TestReport(t *testing.T) {
 		can.Add(ctx, recorded(i, "search", &stewardv1.PolicySnapshot{Decision: allow}, auditbundle.Decision{Decision: "deny", Reasons: []string{"retired"}}))
 	}
 	again := recorded(9, "search", &stewardv1.PolicySnapshot{Decision: allow}, auditbundle.Decision{})
-	again.Snapshot.InputHash, again.Input = "h-0", nil // the input of snapshot 0, sent with it
+	again.Snapshot.InputHash = policystore.InputHash(recorded(0, "search", &stewardv1.PolicySnapshot{}, auditbundle.Decision{Decision: "deny", Reasons: []string{"retired"}}).Input)
+	again.Input = nil // the input of snapshot 0, sent with it
 	can.Add(ctx, again)
 	notKept := recorded(4, "search", &stewardv1.PolicySnapshot{Decision: allow}, auditbundle.Decision{})
 	notKept.Snapshot.InputKept = false
-	notHeld := recorded(5, "search", &stewardv1.PolicySnapshot{Decision: allow}, auditbundle.Decision{})
+	notHeld := recorded(5, "search", &stewardv1.PolicySnapshot{Decision: allow}, auditbundle.Decision{Reasons: []string{"an input of its own"}})
 	notHeld.Input = nil
 	revision := recorded(6, "", &stewardv1.PolicySnapshot{Decision: allow}, auditbundle.Decision{})
 	revision.Kind = stewardv1.PolicySnapshotKind_POLICY_SNAPSHOT_KIND_CONTRACT_REVISION
@@ -171,5 +174,18 @@ func TestReport(t *testing.T) {
 	none.Add(ctx, lost)
 	if r := none.Report(); r.ExitCode() != policycanary.ExitError || r.NotReevaluable[policycanary.NotKept] != 1 {
 		t.Errorf("one read, none re-evaluable: exit %d, not re-evaluable %v; want 3", r.ExitCode(), r.NotReevaluable)
+	}
+}
+
+// An input that does not hash to its snapshot's input_hash is not the
+// input that was judged: an error, never re-evaluated.
+func TestAnInputNotItsHashIsAnError(t *testing.T) {
+	can := policycanary.New(echo, "rev-next")
+	forged := recorded(1, "search", &stewardv1.PolicySnapshot{Decision: allow}, auditbundle.Decision{Decision: "deny"})
+	forged.Input = []byte(`{"decision": "allow"}`)
+	can.Add(context.Background(), forged)
+	r := can.Report()
+	if r.Reevaluated != 0 || len(r.Changes) != 0 || len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "snap-1") || r.ExitCode() != policycanary.ExitError {
+		t.Errorf("re-evaluated %d, changes %v, errors %v, exit %d; want an error naming snap-1, exit 3", r.Reevaluated, r.Changes, r.Errors, r.ExitCode())
 	}
 }

@@ -19,7 +19,7 @@ func Example() {
 	canary := policycanary.New(retired, "sha256:next")
 	canary.Add(context.Background(), &stewardv1.RecordedSnapshot{
 		TaskId: "t1", ActionId: "a1", Tool: "search", Kind: stewardv1.PolicySnapshotKind_POLICY_SNAPSHOT_KIND_ACTION,
-		Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s1", InputHash: "h1", InputKept: true, Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW},
+		Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s1", InputHash: "55461889753e2f8ffe7ae5c9384a8ef25dff3d1ee5b46d9acbd0f161230a5d78", InputKept: true, Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW},
 		Input:    []byte(`{"action": {"tool": "search"}}`),
 	})
 	r := canary.Report()

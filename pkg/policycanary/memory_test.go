@@ -9,6 +9,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/auditbundle"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/policystore"
 )
 
 // TestInputsKeptOneTaskAtATime: a canary over many tasks holds only the
@@ -24,7 +25,7 @@ func TestInputsKeptOneTaskAtATime(t *testing.T) {
 		task := fmt.Sprintf("t-%d", i)
 		for j := range 2 {
 			rec := &stewardv1.RecordedSnapshot{TaskId: task, Kind: stewardv1.PolicySnapshotKind_POLICY_SNAPSHOT_KIND_ACTION,
-				Snapshot: &stewardv1.PolicySnapshot{SnapshotId: fmt.Sprintf("s-%d-%d", i, j), InputHash: task, InputKept: true,
+				Snapshot: &stewardv1.PolicySnapshot{SnapshotId: fmt.Sprintf("s-%d-%d", i, j), InputHash: policystore.InputHash(input), InputKept: true,
 					Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}}
 			if j == 0 {
 				rec.Input = input // sent once; the task's second snapshot of it carries none
