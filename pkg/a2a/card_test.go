@@ -4,7 +4,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 )
@@ -50,4 +54,54 @@ func TestParsePublicURL(t *testing.T) {
 			t.Errorf("ParsePublicURL(%q) = %q, want an error", raw, got)
 		}
 	}
+}
+
+// A stream with nothing to say writes SSE comments, which clients ignore,
+// until it is stopped; and none after.
+func TestStreamKeepAlive(t *testing.T) {
+	w := &lockedRecorder{rec: httptest.NewRecorder()}
+	out := startSSE(w, json.RawMessage(`1`))
+	stop := out.keepAlive(time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(w.body(), ": keepalive\n\n: keepalive\n\n") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no keepalive in 10 s: %q", w.body())
+		}
+		runtime.Gosched()
+	}
+	if err := out.send("hello", nil); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	after := w.body()
+	if !strings.Contains(after, `"result":"hello"`) {
+		t.Fatalf("the event is missing from %q", after)
+	}
+	if err := out.send("bye", nil); err != nil || strings.Contains(strings.TrimPrefix(w.body(), after), "keepalive") {
+		t.Errorf("a keepalive after stop, or send failed (%v): %q", err, w.body())
+	}
+}
+
+// lockedRecorder lets the test read what the stream wrote while it writes.
+type lockedRecorder struct {
+	mu  sync.Mutex
+	rec *httptest.ResponseRecorder
+}
+
+func (l *lockedRecorder) Header() http.Header { return l.rec.Header() }
+func (l *lockedRecorder) WriteHeader(code int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.rec.WriteHeader(code)
+}
+func (l *lockedRecorder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rec.Write(p)
+}
+func (l *lockedRecorder) Flush() {}
+func (l *lockedRecorder) body() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rec.Body.String()
 }

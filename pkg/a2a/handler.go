@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/a2aproject/a2a-go/a2a"
@@ -43,7 +44,13 @@ type Config struct {
 	// request's own, from its Host header, which any caller may set, so a
 	// deployment behind a proxy or a shared cache names it.
 	PublicURL string
+	// KeepAlive is how often a stream with nothing to say sends an SSE
+	// comment; DefaultKeepAlive when zero.
+	KeepAlive time.Duration
 }
+
+// DefaultKeepAlive is under the idle timeouts of common proxies (60 s).
+const DefaultKeepAlive = 15 * time.Second
 
 // Handler serves the agent card and the JSON-RPC endpoint.
 type Handler struct {
@@ -58,6 +65,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = DefaultKeepAlive
 	}
 	h := &Handler{cfg: cfg, skills: map[string]Skill{}}
 	for _, s := range cfg.Skills {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
+	"time"
 )
 
 // JSON-RPC 2.0 and A2A error codes (A2A 0.3 §8).
@@ -156,6 +158,7 @@ func writeJSON(w io.Writer, v any) {
 // sse writes one stream's events as Server-Sent Events, each a JSON-RPC
 // response to the request that opened it.
 type sse struct {
+	mu sync.Mutex // send and the keepalive write to one response
 	w  http.ResponseWriter
 	id json.RawMessage
 }
@@ -173,8 +176,39 @@ func (s *sse) send(result any, rerr *rpcError) error {
 	if err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintf(s.w, "data: %s\n\n", data); err != nil {
+	return s.write("data: %s\n\n", data)
+}
+
+func (s *sse) write(format string, args ...any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := fmt.Fprintf(s.w, format, args...); err != nil {
 		return err
 	}
 	return http.NewResponseController(s.w).Flush()
+}
+
+// keepAlive writes an SSE comment, which clients ignore, every interval
+// until the returned stop is called: a task waiting hours for a person
+// sends nothing else, and proxies and load balancers close a connection
+// idle for a minute or so.
+func (s *sse) keepAlive(interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if s.write(": keepalive\n\n") != nil {
+					return // the client left; the stream's own send will say so
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-ended }
 }

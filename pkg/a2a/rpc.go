@@ -138,6 +138,7 @@ func (c clients) viewed(ctx context.Context, t *stewardv1.Task) (*a2a.Task, *rpc
 // unknown task) is still sent as an event: the stream has begun.
 func (h *Handler) serveStream(ctx context.Context, w http.ResponseWriter, c clients, caller string, req envelope) {
 	out := startSSE(w, req.ID)
+	defer out.keepAlive(h.cfg.KeepAlive)()
 	send := func(ev a2a.Event) error { return out.send(ev, nil) }
 	var taskID string
 	var rerr *rpcError
