@@ -76,6 +76,7 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 			"`owner` and `tool` " + size(state.MaxFilterRef), count(state.MaxScan, "of the tenant's tasks")},
 		"responses in flight on one connection":  {size(rpc.DefaultConnResponseBytes)},
 		"responses in flight on all connections": {size(rpc.DefaultServerResponseBytes)},
+		"server streams one caller holds open":   {count(rpc.DefaultStreamsPerCaller, "streams")},
 		"an A2A request, an artifact inline in an A2A answer ([a2a.md](a2a.md))": {size(a2a.MaxRequestBytes) + " of JSON-RPC request",
 			size(a2a.MaxInlineArtifactBytes) + " of an artifact's content", size(a2a.MaxInlineAnswerBytes) + " of all the artifacts' content one answer or event carries"},
 	}

@@ -47,6 +47,7 @@ type edgeInterceptor struct {
 	jwt     *JWTVerifier
 	denied  *prometheus.CounterVec
 	tenants TenantFunc
+	streams *streamCounts
 }
 
 // EdgeOption configures the edge interceptor.
@@ -75,7 +76,7 @@ func WithDenied(c *prometheus.CounterVec) EdgeOption {
 // not applied. A call refused at the edge, unauthenticated or
 // permission_denied, is logged once and counted (WithDenied).
 func NewEdgeInterceptor(log *slog.Logger, tokens Tokens, parties PartiesFunc, opts ...EdgeOption) connect.Interceptor {
-	i := &edgeInterceptor{log: log, tokens: tokens, parties: parties}
+	i := &edgeInterceptor{log: log, tokens: tokens, parties: parties, streams: newStreamCounts()}
 	for _, opt := range opts {
 		opt(i)
 	}
@@ -169,6 +170,11 @@ func (i *edgeInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc
 		if err != nil {
 			return i.deny(ctx, procedure, err)
 		}
+		release, err := i.streams.take(Caller(ctx))
+		if err != nil {
+			return err
+		}
+		defer release()
 		if i.open() {
 			return ToConnect(ctx, i.log, next(ctx, strictConn{conn}))
 		}
