@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -167,7 +169,9 @@ func unknownFields(v any, t reflect.Type, path string) error {
 			return nil
 		}
 		fields := jsonFields(t)
-		for k, e := range x {
+		// In order: of two unknown fields, the same one is named each time.
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			e := x[k]
 			ft, ok := fields[k]
 			p := strings.TrimPrefix(path+"."+k, ".")
 			if !ok {
