@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -53,15 +54,16 @@ func (r *Runner) Run(ctx context.Context, s Sample) (Run, error) {
 		return Run{}, fmt.Errorf("sample %s: create task: %w", s.Name, err)
 	}
 	id := task.GetContract().GetTaskId()
-	err = r.started(bounded, id)
-	if err == nil && s.plan != nil {
-		err = r.runPlan(bounded, id, s)
-	} else if err == nil {
-		err = r.runSteps(bounded, id, s)
+	stepErr := r.started(bounded, id)
+	if stepErr == nil && s.plan != nil {
+		stepErr = r.runPlan(bounded, id, s)
+	} else if stepErr == nil {
+		stepErr = r.runSteps(bounded, id, s)
 	}
 	timedOut := bounded.Err() != nil && ctx.Err() == nil
-	if err != nil && !errors.Is(err, errStopped) && !timedOut {
-		return Run{}, fmt.Errorf("sample %s: %w", s.Name, err)
+	refusedStep := stepErr != nil && refusal(stepErr)
+	if stepErr != nil && !errors.Is(stepErr, errStopped) && !timedOut && !refusedStep {
+		return Run{}, fmt.Errorf("sample %s: %w", s.Name, stepErr)
 	}
 	task, err = r.Agent.GetTask(ctx, id)
 	if err != nil {
@@ -70,10 +72,25 @@ func (r *Runner) Run(ctx context.Context, s Sample) (Run, error) {
 	run := Observe(task)
 	run.Sample = s.Name
 	run.Millis = r.Now().Sub(began).Milliseconds()
+	if refusedStep && !run.Accepted {
+		run.Reason = fmt.Sprintf("%v (%s)", stepErr, run.Reason)
+	}
 	if timedOut && !run.Accepted {
 		run.Reason = fmt.Sprintf("timed out after %s (%s)", r.Timeout, run.Reason)
 	}
 	return run, nil
+}
+
+// refusal reports whether Steward turned a step down for the state the
+// task is in (suspended past its budget, not allowed, not now): the
+// sample's agent could not go on, which judges the sample, not the run.
+// Bad input stays an error: the definition is wrong.
+func refusal(err error) bool {
+	switch steward.CodeOf(err) {
+	case connect.CodeFailedPrecondition, connect.CodeResourceExhausted, connect.CodePermissionDenied, connect.CodeOutOfRange, connect.CodeAborted:
+		return true
+	}
+	return false
 }
 
 // inputSnapshot records the sample's input by digest, so that the task

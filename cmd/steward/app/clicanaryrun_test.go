@@ -35,7 +35,8 @@ func runCanaryCLI(t *testing.T, want int, args ...string) canary.Report {
 // all pass, the stubs record each call with its idempotency key and the
 // input put in its parameters, and the baseline is written. A new version
 // of a tool and a new model pass against it, reported as changes; a
-// candidate tool contract of no tool of the definition is an error.
+// decision past the budget fails its sample; a candidate tool contract
+// of no tool of the definition is an error.
 func TestCanaryRunInProcess(t *testing.T) {
 	dir := t.TempDir()
 	baseline := filepath.Join(dir, "refunds.baseline.json")
@@ -83,6 +84,19 @@ func TestCanaryRunInProcess(t *testing.T) {
 	rep = runCanaryCLI(t, canary.ExitPass, "--def", canaryExample, "--baseline", baseline, "--against", "model=gpt-b")
 	if s := rep.Verdicts[0].Sentence(); !strings.Contains(s, "decision 1: model gpt-a → gpt-b") {
 		t.Errorf("model candidate: %s", s)
+	}
+
+	// A decision past the budget suspends the task: Steward refuses the
+	// next step, which fails the sample (exit 1), not the run (3).
+	example, err := os.ReadFile(canaryExample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	over := writeFileT(t, dir, "over.json", strings.Replace(string(example), `"cost_micros": 1200`, `"cost_micros": 150000`, 1))
+	rep = runCanaryCLI(t, canary.ExitFail, "--def", over, "--baseline", baseline)
+	if s := rep.Verdicts[0].Sentence(); rep.Pass || !strings.Contains(s, "propose lookup") || !strings.Contains(s, "the budget is spent") ||
+		!strings.Contains(s, "(expected accepted)") || !rep.Verdicts[1].Pass {
+		t.Errorf("over budget: %s", s)
 	}
 
 	var out, errs bytes.Buffer
