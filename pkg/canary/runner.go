@@ -239,6 +239,8 @@ func (r *Runner) decide(ctx context.Context, id string, i int, d *Decide) error 
 	return nil
 }
 
+// produce's and runPlan's request ids hold the task's id: a request id
+// names one command of its caller, whatever the task.
 func (r *Runner) produce(ctx context.Context, id string, i int, p *Produce) error {
 	for _, a := range p.Artifacts {
 		media, content := a.MediaType, []byte(a.Content)
@@ -250,11 +252,11 @@ func (r *Runner) produce(ctx context.Context, id string, i int, p *Produce) erro
 			content = []byte(text)
 		}
 		if _, err := r.Agent.SubmitArtifact(ctx, &stewardv1.SubmitArtifactRequest{TaskId: id, Name: a.Name, MediaType: media, Content: content,
-			RequestId: fmt.Sprintf("step-%d-%s", i+1, a.Name)}); err != nil {
+			RequestId: fmt.Sprintf("%s-step-%d-%s", id, i+1, a.Name)}); err != nil {
 			return fmt.Errorf("step %d: artifact %s: %w", i+1, a.Name, err)
 		}
 	}
-	if _, err := r.Agent.MarkProduced(ctx, &stewardv1.MarkProducedRequest{TaskId: id, RequestId: fmt.Sprintf("step-%d", i+1)}); err != nil {
+	if _, err := r.Agent.MarkProduced(ctx, &stewardv1.MarkProducedRequest{TaskId: id, RequestId: fmt.Sprintf("%s-step-%d", id, i+1)}); err != nil {
 		return fmt.Errorf("step %d: mark produced: %w", i+1, err)
 	}
 	return nil
@@ -264,7 +266,7 @@ func (r *Runner) produce(ctx context.Context, id string, i int, p *Produce) erro
 // produced, or waits for what nobody here will do, approving what it
 // waits for as the sample's approver.
 func (r *Runner) runPlan(ctx context.Context, id string, s Sample) error {
-	if _, err := r.Agent.SubmitPlan(ctx, &stewardv1.SubmitPlanRequest{TaskId: id, Plan: s.plan, RequestId: "canary-plan"}); err != nil {
+	if _, err := r.Agent.SubmitPlan(ctx, &stewardv1.SubmitPlanRequest{TaskId: id, Plan: s.plan, RequestId: id + "-plan"}); err != nil {
 		return fmt.Errorf("submit plan: %w", err)
 	}
 	var approveErr error

@@ -115,3 +115,57 @@ func writeFileT(t *testing.T, dir, name, text string) string {
 	}
 	return path
 }
+
+// canaryPlanDef has two plan samples: a read feeding a write through CEL,
+// and an irreversible call the plan's approver approves.
+const canaryPlanDef = `{
+  "name": "refund-plans",
+  "budget_cap": {"max_tokens": 1000, "max_cost_micros": 1000},
+  "tools": [
+    {"contract": {"name": "lookup", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL"},
+     "stub": {"body": {"order": "o-9"}}},
+    {"contract": {"name": "refund", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+       "idempotency": {"honoursKey": true, "keyScope": "action", "onRepeat": "return_first"}},
+     "stub": {}},
+    {"contract": {"name": "payout", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL"},
+     "stub": {}}
+  ],
+  "samples": [
+    {"name": "refund-plan", "kind": "normal",
+     "contract": {"intent": "Refund by plan", "desiredOutcome": "refunded", "requesterRef": "user:ana", "accountableOwnerRef": "user:ana", "riskTier": "RISK_TIER_LOW",
+       "allowedTools": ["lookup", "refund"], "acceptanceCriteria": [{"id": "refunded", "expression": "actions.exists(a, a.tool == \"refund\" && a.status == \"succeeded\")"}]},
+     "plan": {"version": 1, "ending": "PLAN_ENDING_PRODUCE", "steps": [
+       {"id": "find", "action": {"tool": "lookup", "target": "orders", "params": {"order": "o-9"}}},
+       {"id": "pay", "dependsOn": ["find"], "action": {"tool": "refund", "target": "payments", "paramExprs": {"order": "steps.find.result.order"}}}]},
+     "expect": {"accepted": true}},
+    {"name": "payout-plan", "kind": "edge", "approve_as": "user:finance",
+     "contract": {"intent": "Pay out by plan", "desiredOutcome": "paid", "requesterRef": "user:ana", "accountableOwnerRef": "user:ana", "riskTier": "RISK_TIER_MEDIUM",
+       "allowedTools": ["payout"], "acceptanceCriteria": [{"id": "paid", "expression": "actions.exists(a, a.tool == \"payout\" && a.status == \"succeeded\")"}]},
+     "plan": {"version": 1, "ending": "PLAN_ENDING_PRODUCE", "steps": [
+       {"id": "pay", "action": {"tool": "payout", "target": "bank", "params": {"order": "o-9"},
+        "rationale": {"expectedImpact": "a cent leaves", "rollbackPlan": "none: final"}}}]},
+     "expect": {"accepted": true}}
+  ]
+}`
+
+// TestCanaryRunPlans: samples given as plans run to acceptance, the
+// approval a plan waits for given by its approver, and the write fed by
+// the read's result (the stub got the order the lookup answered).
+func TestCanaryRunPlans(t *testing.T) {
+	dir := t.TempDir()
+	def := writeFileT(t, dir, "plans.json", canaryPlanDef)
+	rep := runCanaryCLI(t, canary.ExitPass, "--def", def, "--sample-timeout", "1m")
+	if len(rep.Verdicts) != 2 || !rep.Verdicts[0].Run.Accepted || !rep.Verdicts[1].Run.Accepted {
+		t.Fatalf("%+v", rep)
+	}
+	if got := rep.Verdicts[1].Run.Actions; len(got) != 1 || got[0].Decision != "approval" || got[0].Status != "succeeded" {
+		t.Errorf("payout: %+v", got)
+	}
+	fed := false
+	for _, c := range rep.StubCalls {
+		fed = fed || c.Tool == "refund" && strings.Contains(string(c.Body), `"o-9"`)
+	}
+	if !fed {
+		t.Errorf("the refund was not given the lookup's order: %+v", rep.StubCalls)
+	}
+}
