@@ -1,6 +1,7 @@
 package canary
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -28,6 +29,12 @@ func Observe(t *stewardv1.Task) Run {
 	}
 	if !run.Accepted {
 		run.Reason = notAccepted(t)
+		// A task stopped for its own reason (suspended past its budget,
+		// failed, cancelled) says so too: an action's denial may be its
+		// consequence.
+		if stopped(t.Status) && !strings.HasPrefix(run.Reason, "task ") {
+			run.Reason += " (" + taskReason(t) + ")"
+		}
 	}
 	return run
 }
@@ -55,7 +62,10 @@ func notAccepted(t *stewardv1.Task) string {
 		case stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
 			continue
 		case stewardv1.ActionStatus_ACTION_STATUS_DENIED:
-			return fmt.Sprintf("action %d %s denied: %s", i+1, a.Tool, strings.Join(a.GetSnapshot().GetReasons(), "; "))
+			// The denial's reasons: policy's, or governance's own (a
+			// budget spent, a credential revoked) where no policy spoke.
+			why := cmp.Or(a.GetOutcome().GetReason(), strings.Join(a.GetSnapshot().GetReasons(), "; "))
+			return fmt.Sprintf("action %d %s denied: %s", i+1, a.Tool, why)
 		case stewardv1.ActionStatus_ACTION_STATUS_FAILED:
 			return fmt.Sprintf("action %d %s failed (%s): %s", i+1, a.Tool, word(a.GetOutcome().GetFailureClass().String(), "FAILURE_CLASS_"), a.GetOutcome().GetReason())
 		default:
@@ -73,9 +83,21 @@ func notAccepted(t *stewardv1.Task) string {
 			return strings.Join(failed, "; ")
 		}
 	}
+	return taskReason(t)
+}
+
+func taskReason(t *stewardv1.Task) string {
 	reason := "task " + word(t.Status.String(), "TASK_STATUS_")
 	if t.StatusReason != "" {
 		reason += ": " + t.StatusReason
 	}
 	return reason
+}
+
+func stopped(s stewardv1.TaskStatus) bool {
+	switch s {
+	case stewardv1.TaskStatus_TASK_STATUS_SUSPENDED, stewardv1.TaskStatus_TASK_STATUS_FAILED, stewardv1.TaskStatus_TASK_STATUS_CANCELLED:
+		return true
+	}
+	return false
 }

@@ -73,7 +73,7 @@ func (r *Runner) Run(ctx context.Context, s Sample) (Run, error) {
 	run.Sample = s.Name
 	run.Millis = r.Now().Sub(began).Milliseconds()
 	if refusedStep && !run.Accepted {
-		run.Reason = fmt.Sprintf("%v (%s)", stepErr, run.Reason)
+		run.Reason = fmt.Sprintf("%s (%s)", strings.Replace(stepErr.Error(), "steward: ", "", 1), run.Reason)
 	}
 	if timedOut && !run.Accepted {
 		run.Reason = fmt.Sprintf("timed out after %s (%s)", r.Timeout, run.Reason)
