@@ -166,7 +166,7 @@ func (r *Runner) propose(ctx context.Context, id string, i int, p *Propose, inpu
 		return fmt.Errorf("step %d: propose %s: %w", i+1, p.Tool, err)
 	}
 	if a.Status == stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL && p.ApproveAs != "" {
-		if err := r.approve(ctx, id, p.ApproveAs, func(ap *stewardv1.Approval) bool { return ap.ActionId == a.ActionId }); err != nil {
+		if err := r.approve(ctx, id, p.ApproveAs, map[string]bool{}, func(ap *stewardv1.Approval) bool { return ap.ActionId == a.ActionId }); err != nil {
 			return fmt.Errorf("step %d: approve as %s: %w", i+1, p.ApproveAs, err)
 		}
 		if a, err = r.Agent.WaitAction(ctx, id, a.ActionId); err != nil {
@@ -200,9 +200,11 @@ func withInput(params, input map[string]any) map[string]any {
 	return out
 }
 
-// approve votes for each pending approval of the task that match picks,
-// as principal, bound to the hash the approver read.
-func (r *Runner) approve(ctx context.Context, id, principal string, match func(*stewardv1.Approval) bool) error {
+// approve votes for each pending approval of the task that match picks
+// and voted does not hold, as principal, bound to the hash the approver
+// read. voted keeps a vote from being cast twice while Steward has not yet
+// closed its approval (a second is refused).
+func (r *Runner) approve(ctx context.Context, id, principal string, voted map[string]bool, match func(*stewardv1.Approval) bool) error {
 	c, err := r.As(principal)
 	if err != nil {
 		return err
@@ -212,9 +214,10 @@ func (r *Runner) approve(ctx context.Context, id, principal string, match func(*
 		return err
 	}
 	for _, ap := range list.Approvals {
-		if !match(ap) {
+		if !match(ap) || voted[ap.ApprovalId] {
 			continue
 		}
+		voted[ap.ApprovalId] = true
 		if _, err := c.DecideApproval(ctx, &stewardv1.DecideApprovalRequest{ApprovalId: ap.ApprovalId, ActionHash: ap.ActionHash,
 			PlanHash: ap.PlanHash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE, Comment: "canary"}); err != nil {
 			return err
@@ -270,9 +273,10 @@ func (r *Runner) runPlan(ctx context.Context, id string, s Sample) error {
 		return fmt.Errorf("submit plan: %w", err)
 	}
 	var approveErr error
+	voted := map[string]bool{}
 	err := r.until(ctx, id, func(t *stewardv1.Task) bool {
 		if t.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL && s.ApproveAs != "" {
-			approveErr = r.approve(ctx, id, s.ApproveAs, func(*stewardv1.Approval) bool { return true })
+			approveErr = r.approve(ctx, id, s.ApproveAs, voted, func(*stewardv1.Approval) bool { return true })
 			return approveErr != nil
 		}
 		return !planMoving(t, s.ApproveAs != "")

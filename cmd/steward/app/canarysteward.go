@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -27,7 +28,25 @@ type canarySteward struct {
 	server *Server
 	dir    string
 	tokens map[string]string // principal → its bearer token
-	logs   *bytes.Buffer
+	logs   *lockedBuffer
+}
+
+// lockedBuffer is what the Steward logs, written by its goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // startCanarySteward starts it, policyDir "" meaning the built-in bundle;
@@ -37,7 +56,7 @@ func startCanarySteward(ctx context.Context, policyDir string, tools []*stewardv
 	if err != nil {
 		return nil, err
 	}
-	c := &canarySteward{dir: dir, tokens: map[string]string{}, logs: &bytes.Buffer{}}
+	c := &canarySteward{dir: dir, tokens: map[string]string{}, logs: &lockedBuffer{}}
 	args, err := c.files(tools, approvers)
 	if err == nil {
 		if policyDir != "" {
