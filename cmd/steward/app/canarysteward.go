@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -10,8 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -28,41 +25,24 @@ type canarySteward struct {
 	server *Server
 	dir    string
 	tokens map[string]string // principal → its bearer token
-	logs   *lockedBuffer
 }
 
-// lockedBuffer is what the Steward logs, written by its goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// startCanarySteward starts it, policyDir "" meaning the built-in bundle;
-// approvers get tokens with the authorizer role.
-func startCanarySteward(ctx context.Context, policyDir string, tools []*stewardv1.ToolContract, approvers []string) (*canarySteward, error) {
+// startCanarySteward starts it, logging warnings to stderr, policyDir ""
+// meaning the built-in bundle; approvers get tokens with the authorizer
+// role.
+func startCanarySteward(ctx context.Context, stderr io.Writer, policyDir string, tools []*stewardv1.ToolContract, approvers []string) (*canarySteward, error) {
 	dir, err := os.MkdirTemp("", "steward-canary-*")
 	if err != nil {
 		return nil, err
 	}
-	c := &canarySteward{dir: dir, tokens: map[string]string{}, logs: &lockedBuffer{}}
+	c := &canarySteward{dir: dir, tokens: map[string]string{}}
 	args, err := c.files(tools, approvers)
 	if err == nil {
 		if policyDir != "" {
 			args = append(args, "--policy-dir", policyDir)
 		}
-		c.server = NewServer(io.Discard, c.logs)
+		// Its warnings and errors are the run's: on stderr.
+		c.server = NewServer(io.Discard, stderr)
 		err = c.server.ParseFlags("dev", args)
 	}
 	if err == nil {
@@ -70,7 +50,7 @@ func startCanarySteward(ctx context.Context, policyDir string, tools []*stewardv
 	}
 	if err != nil {
 		c.close()
-		return nil, fmt.Errorf("steward for the canary did not start: %w%s", err, c.logTail())
+		return nil, fmt.Errorf("steward for the canary did not start: %w", err)
 	}
 	return c, nil
 }
@@ -138,18 +118,6 @@ func (c *canarySteward) client(principal string) (*steward.Client, error) {
 		return nil, fmt.Errorf("%s has no token in the canary's Steward", principal)
 	}
 	return steward.New(c.server.URL(), steward.WithToken(tok)), nil
-}
-
-// logTail is the end of what the Steward logged, for an error.
-func (c *canarySteward) logTail() string {
-	s := strings.TrimSpace(c.logs.String())
-	if s == "" {
-		return ""
-	}
-	if len(s) > 2000 {
-		s = "…" + s[len(s)-2000:]
-	}
-	return "\n" + s
 }
 
 // close stops the Steward and removes its directory.

@@ -122,7 +122,7 @@ func (c *cli) runCanaryDef(ctx context.Context, f canaryRunFlags) (*canary.Repor
 	if err != nil {
 		return nil, err
 	}
-	rep, err := runCanarySamples(ctx, d, cand, base, f)
+	rep, err := runCanarySamples(ctx, c.stderr, d, cand, base, f)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func (c *cli) runCanaryDef(ctx context.Context, f canaryRunFlags) (*canary.Repor
 	return rep, nil
 }
 
-func runCanarySamples(ctx context.Context, d *canary.Definition, cand candidate, base *canary.Baseline, f canaryRunFlags) (*canary.Report, error) {
+func runCanarySamples(ctx context.Context, stderr io.Writer, d *canary.Definition, cand candidate, base *canary.Baseline, f canaryRunFlags) (*canary.Report, error) {
 	stubs, err := canary.ServeStubs(d)
 	if err != nil {
 		return nil, err
@@ -147,7 +147,7 @@ func runCanarySamples(ctx context.Context, d *canary.Definition, cand candidate,
 	}
 	ctx, stop := interruptible(ctx)
 	defer stop()
-	s, err := startCanarySteward(ctx, cmpOr(cand.policyDir, d.Policy), tools, d.Approvers())
+	s, err := startCanarySteward(ctx, stderr, cmpOr(cand.policyDir, d.Policy), tools, d.Approvers())
 	if err != nil {
 		return nil, err
 	}
