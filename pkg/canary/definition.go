@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 
@@ -162,7 +161,7 @@ func fieldf(path, format string, args ...any) error {
 // Load reads and validates the definition in file; a relative Policy is
 // made relative to the file's directory.
 func Load(file string) (*Definition, error) {
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
 		return nil, err
 	}

@@ -106,6 +106,18 @@ func TestParseNamesTheField(t *testing.T) {
 		{"samples[2].expect.reason", func(m map[string]any) { at(m, "samples", 2, "expect").(map[string]any)["reason"] = "" }},
 		{"samples[2].expect.accepted", func(m map[string]any) { at(m, "samples", 2, "expect").(map[string]any)["accepted"] = true }},
 		{"samples[0].expect.reason", func(m map[string]any) { at(m, "samples", 0, "expect").(map[string]any)["reason"] = "why" }},
+		// A wrong type deep in a list is named with its indexes (the
+		// typed decode's own error drops them).
+		{"samples[1].steps[0].propose.tool", func(m map[string]any) { at(m, "samples", 1, "steps", 0, "propose").(map[string]any)["tool"] = 5 }},
+		{"samples[0].steps[0].decide.tokens_in", func(m map[string]any) {
+			at(m, "samples", 0, "steps", 0, "decide").(map[string]any)["tokens_in"] = "many"
+		}},
+		{"samples[0].steps[0].decide.tokens_in", func(m map[string]any) {
+			at(m, "samples", 0, "steps", 0, "decide").(map[string]any)["tokens_in"] = 1.5
+		}},
+		{"samples[2].expect.accepted", func(m map[string]any) { at(m, "samples", 2, "expect").(map[string]any)["accepted"] = "no" }},
+		{"tools[3].stub.status", func(m map[string]any) { at(m, "tools", 3, "stub").(map[string]any)["status"] = "402" }},
+		{"samples[1].steps", func(m map[string]any) { at(m, "samples", 1).(map[string]any)["steps"] = map[string]any{} }},
 	} {
 		m := example(t)
 		tc.edit(m)

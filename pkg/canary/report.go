@@ -84,7 +84,7 @@ func (rep *Report) Baseline(now time.Time) *Baseline {
 // LoadBaseline reads the baseline in file; a file that does not exist is
 // no baseline (nil), not an error.
 func LoadBaseline(file, definition string) (*Baseline, error) {
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

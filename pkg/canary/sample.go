@@ -154,11 +154,13 @@ func unknownFields(v any, t reflect.Type, path string) error {
 	if t == reflect.TypeFor[json.RawMessage]() {
 		return nil
 	}
+	// A wrong type is named here, by the whole path: the typed decode's
+	// error drops the indexes of the lists it is in.
+	if want := wrongType(v, t); want != "" {
+		return fieldf(cmp.Or(path, "(the definition)"), "is %s, want %s", jsonKind(v), want)
+	}
 	switch x := v.(type) {
 	case []any:
-		if t.Kind() != reflect.Slice {
-			return nil // the typed decode names the mismatch
-		}
 		for i, e := range x {
 			if err := unknownFields(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
@@ -166,7 +168,7 @@ func unknownFields(v any, t reflect.Type, path string) error {
 		}
 	case map[string]any:
 		if t.Kind() != reflect.Struct {
-			return nil
+			return nil // a map: any keys
 		}
 		fields := jsonFields(t)
 		// In order: of two unknown fields, the same one is named each time.
