@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -255,6 +256,11 @@ func (t *Tool) validate(path string) (*stewardv1.ToolContract, error) {
 	}
 	if k.GetName() == "" || k.GetVersion() == "" {
 		return nil, fieldf(path+".contract.name", "a tool contract names the tool and its version")
+	}
+	// Steward's rule for a tool's name, checked here: the name is the
+	// path of its stub too, and must be one.
+	if !eventlog.ValidTaskID(k.GetName()) {
+		return nil, fieldf(path+".contract.name", "%q: want 1-64 letters, digits, '-' or '_'", k.GetName())
 	}
 	if k.Endpoint != nil {
 		return nil, fieldf(path+".contract", "carries an endpoint: name the target as staging (a URL) or stub, so the canary never calls what it was not told to")
