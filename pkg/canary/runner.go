@@ -34,7 +34,17 @@ type Runner struct {
 	Now func() time.Time
 	// Poll is how often a plan's progress is read (default 20ms).
 	Poll time.Duration
+	// CandidateTool is the tool a candidate contract replaced (--against
+	// tool=FILE): a proposal of it refused as bad input is the candidate
+	// refusing what the sample sends, which fails the sample.
+	CandidateTool string
 }
+
+// candidateRefused is a proposal of the candidate tool Steward refused as
+// bad input under the candidate's contract (its parameters schema, say).
+type candidateRefused struct{ error }
+
+func (c candidateRefused) Unwrap() error { return c.error }
 
 // errStopped ends a script whose action did not succeed: its agent cannot
 // go on, and the task is judged as it stands.
@@ -61,7 +71,8 @@ func (r *Runner) Run(ctx context.Context, s Sample) (Run, error) {
 		stepErr = r.runSteps(bounded, id, s)
 	}
 	timedOut := bounded.Err() != nil && ctx.Err() == nil
-	refusedStep := stepErr != nil && refusal(stepErr)
+	var byCandidate candidateRefused
+	refusedStep := stepErr != nil && (refusal(stepErr) || errors.As(stepErr, &byCandidate))
 	if stepErr != nil && !errors.Is(stepErr, errStopped) && !timedOut && !refusedStep {
 		return Run{}, fmt.Errorf("sample %s: %w", s.Name, stepErr)
 	}
@@ -163,7 +174,11 @@ func (r *Runner) propose(ctx context.Context, id string, i int, p *Propose, inpu
 	a, err := r.Agent.ProposeAndWait(ctx, &stewardv1.ProposeActionRequest{TaskId: id, ProposalId: fmt.Sprintf("step-%d", i+1),
 		Tool: p.Tool, Target: p.Target, Params: params, Rationale: p.rationale()})
 	if err != nil {
-		return fmt.Errorf("step %d: propose %s: %w", i+1, p.Tool, err)
+		err = fmt.Errorf("step %d: propose %s: %w", i+1, p.Tool, err)
+		if p.Tool == r.CandidateTool && steward.CodeOf(err) == connect.CodeInvalidArgument {
+			return candidateRefused{err}
+		}
+		return err
 	}
 	if a.Status == stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL && p.ApproveAs != "" {
 		if err := r.approve(ctx, id, p.ApproveAs, map[string]bool{}, func(ap *stewardv1.Approval) bool { return ap.ActionId == a.ActionId }); err != nil {

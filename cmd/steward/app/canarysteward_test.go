@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -31,5 +32,21 @@ func TestCanaryRunStewardRefusesATool(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("left behind in TMPDIR: %v", left)
+	}
+}
+
+// TestCanaryRunToolCandidateRefusesTheParams: a new version of a tool
+// whose parameters schema refuses what the normal sample sends is what a
+// canary is for: the sample fails (exit 1), named with the refusal, not
+// the run (3) as if the definition were wrong.
+func TestCanaryRunToolCandidateRefusesTheParams(t *testing.T) {
+	dir := t.TempDir()
+	refund2 := writeFileT(t, dir, "refund2.json", `{"name": "refund", "version": "2.0.0", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE",
+	  "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "idempotency": {"honoursKey": true, "keyScope": "action", "onRepeat": "return_first"},
+	  "parametersSchema": "{\"type\":\"object\",\"required\":[\"reason\"]}"}`)
+	rep := runCanaryCLI(t, canary.ExitFail, "--def", canaryExample, "--baseline", filepath.Join(dir, "none.json"), "--against", "tool="+refund2)
+	if s := rep.Verdicts[0].Sentence(); !strings.Contains(s, "sample refund-normal: ") || !strings.Contains(s, "reason") ||
+		!strings.Contains(s, "(expected accepted)") || !rep.Verdicts[1].Pass {
+		t.Errorf("candidate refusing the params: %s", s)
 	}
 }

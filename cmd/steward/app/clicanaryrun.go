@@ -156,7 +156,7 @@ func runCanarySamples(ctx context.Context, stderr io.Writer, d *canary.Definitio
 	if err != nil {
 		return nil, err
 	}
-	r := &canary.Runner{Agent: agent, As: s.client, Model: cand.model, Timeout: f.timeout, Now: time.Now}
+	r := &canary.Runner{Agent: agent, As: s.client, Model: cand.model, CandidateTool: cand.tool.GetName(), Timeout: f.timeout, Now: time.Now}
 	rep, err := r.RunAll(ctx, d, base, cmpOr(f.against, "current"))
 	if err != nil {
 		return nil, err
