@@ -58,8 +58,8 @@ func (s *Sample) validate(path string, budgetCap BudgetCap, tools map[string]boo
 	switch {
 	case s.Kind == KindExpectedFailure && s.Expect.Accepted:
 		return fieldf(path+".expect.accepted", "an expected_failure sample is expected not accepted")
-	case s.Kind == KindExpectedFailure && s.Expect.Reason == "":
-		return fieldf(path+".expect.reason", "an expected_failure sample names the reason it fails with")
+	case !s.Expect.Accepted && s.Expect.Reason == "":
+		return fieldf(path+".expect.reason", "a sample expected not accepted names the reason it fails with (any failure would pass otherwise)")
 	case s.Expect.Accepted && s.Expect.Reason != "":
 		return fieldf(path+".expect.reason", "an accepted sample has no failure reason")
 	}
