@@ -108,7 +108,9 @@ func TestParseNamesTheField(t *testing.T) {
 		{"samples[0].expect.reason", func(m map[string]any) { at(m, "samples", 0, "expect").(map[string]any)["reason"] = "why" }},
 		// Not accepted for any reason at all is no expectation: an edge
 		// sample failing for another reason than its own would pass.
-		{"samples[1].expect.reason", func(m map[string]any) { at(m, "samples", 1).(map[string]any)["expect"] = map[string]any{"accepted": false} }},
+		{"samples[1].expect.reason", func(m map[string]any) {
+			at(m, "samples", 1).(map[string]any)["expect"] = map[string]any{"accepted": false}
+		}},
 		// A wrong type deep in a list is named with its indexes (the
 		// typed decode's own error drops them).
 		{"samples[1].steps[0].propose.tool", func(m map[string]any) { at(m, "samples", 1, "steps", 0, "propose").(map[string]any)["tool"] = 5 }},
