@@ -50,3 +50,18 @@ func TestCanaryRunToolCandidateRefusesTheParams(t *testing.T) {
 		t.Errorf("candidate refusing the params: %s", s)
 	}
 }
+
+// TestCanaryRunToolCandidateRefusesAPlan: the same for a plan sample: a
+// candidate tool whose schema refuses a plan step's parameters fails the
+// sample that plans it (exit 1), and the other plan passes.
+func TestCanaryRunToolCandidateRefusesAPlan(t *testing.T) {
+	dir := t.TempDir()
+	def := writeFileT(t, dir, "plans.json", canaryPlanDef)
+	payout2 := writeFileT(t, dir, "payout2.json", `{"name": "payout", "version": "2.0.0", "effectClass": "EFFECT_CLASS_IRREVERSIBLE",
+	  "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "parametersSchema": "{\"type\":\"object\",\"required\":[\"reason\"]}"}`)
+	rep := runCanaryCLI(t, canary.ExitFail, "--def", def, "--sample-timeout", "1m", "--against", "tool="+payout2)
+	if s := rep.Verdicts[1].Sentence(); !strings.Contains(s, "sample payout-plan: ") || !strings.Contains(s, "reason") ||
+		!rep.Verdicts[0].Pass {
+		t.Errorf("candidate refusing a plan's params: %s", s)
+	}
+}
