@@ -61,6 +61,9 @@ Usage:
   steward policy canary --bundle DIR [--since TIME] [--until TIME] [--limit N]
                  re-evaluate past decisions under a candidate bundle, here; exit 0 unchanged,
                  1 loosened, 2 tightened only, 3 error (docs/policy-canary.md)
+  steward canary run --def FILE [--against policy=DIR|tool=FILE|model=ID] [--update-baseline]
+                 run sample tasks in a Steward of its own, here, and judge them against the
+                 last accepted baseline; exit 0 all pass, 1 a sample failed, 3 error (docs/canary.md)
   steward login --addr URL --token TOKEN [--ca FILE]
                  save where Steward is and your token for the commands above
   steward completion bash|zsh|fish
