@@ -144,7 +144,11 @@ func (p *Plane) create(ctx context.Context, principal, tenant, taskID, requestID
 		return nil, false, err
 	}
 	contract.TaskId = taskID
-	created := &stewardv1.TaskCreated{Contract: contract, RequestId: requestID, Tenant: tenant}
+	assigned, err := p.rollouts.assignRollouts(ctx, tenant, taskID, contract) // rollout_resolve.go
+	if err != nil {
+		return nil, false, err
+	}
+	created := &stewardv1.TaskCreated{Contract: contract, RequestId: requestID, Tenant: tenant, RolloutAssignments: assigned}
 	ev, err := p.event(event.Meta{ID: event.ID(taskID, event.TypeTaskCreated), TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID}, created)
 	if err != nil {
 		return nil, false, err
