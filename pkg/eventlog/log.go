@@ -57,8 +57,7 @@ type Config struct {
 	// SchedulePrefix is where schedules live, a chain each:
 	// steward.schedule.<schedule_id>.<type>.
 	SchedulePrefix string
-	// RolloutPrefix is where rollouts live, a chain each:
-	// steward.rollout.<rollout_id>.<type>.
+	// RolloutPrefix is where rollouts live: steward.rollout.<id>.<type>.
 	RolloutPrefix    string
 	DeadLetterStream string
 	DeadLetterPrefix string
@@ -275,18 +274,6 @@ func (l *Log) TaskSubject(taskID, typ string) string {
 // TypeFilter returns the wildcard over every chain's events of type typ:
 // every task's, or every objective's or schedule's for their types.
 func (l *Log) TypeFilter(typ string) string { return chainPrefix(l.cfg, typ) + ".*." + typ }
-
-// ObjectiveSubject returns the wildcard over the subjects that hold an
-// objective's events, one per type.
-func (l *Log) ObjectiveSubject(id string) string { return l.cfg.ObjectivePrefix + "." + id + ".>" }
-
-// ScheduleSubject returns the wildcard over the subjects that hold a
-// schedule's events, one per type.
-func (l *Log) ScheduleSubject(id string) string { return l.cfg.SchedulePrefix + "." + id + ".>" }
-
-// RolloutSubject returns the wildcard over the subjects that hold a
-// rollout's events, one per type.
-func (l *Log) RolloutSubject(id string) string { return l.cfg.RolloutPrefix + "." + id + ".>" }
 
 // ToolSubject returns the wildcard over the subjects that hold the
 // registrations of a tool: the global ones and every tenant's of that
