@@ -136,8 +136,11 @@ func (p *rollouts) RollBackRollout(ctx context.Context, principal, id, reason st
 	if _, err := p.GetRollout(ctx, id); err != nil {
 		return nil, err
 	}
-	if reason == "" {
+	switch {
+	case reason == "":
 		return nil, errs.Field("reason", "is required: say why the rollout is rolled back")
+	case len(reason) > 1024:
+		return nil, errs.Field("reason", "is longer than 1,024 bytes")
 	}
 	return p.changeRollout(ctx, id, principal, func(l loadedRollout) (string, event.Payload, error) {
 		if l.r.State != stewardv1.RolloutState_ROLLOUT_STATE_RAMPING {

@@ -92,7 +92,7 @@ func (c *cli) root() *cobra.Command {
 	root.SetOut(c.raw)
 	root.SetErr(c.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
-	root.AddCommand(c.tasksCommand(), c.approvalsCommand(), c.questionsCommand(), c.actionsCommand(), c.budgetCommand(), c.toolsCommand(), c.schedulesCommand(), c.policyCommand(), c.objectivesCommand(), c.a2aCommand(), c.loginCommand())
+	root.AddCommand(c.tasksCommand(), c.approvalsCommand(), c.questionsCommand(), c.actionsCommand(), c.budgetCommand(), c.toolsCommand(), c.schedulesCommand(), c.rolloutsCommand(), c.policyCommand(), c.objectivesCommand(), c.a2aCommand(), c.loginCommand())
 	for _, name := range []string{"dev", "serve", "gateway", "nats-users", "nats-streams", "secret-key", "audit", "receipt", "dead-letters", "version"} {
 		root.AddCommand(c.olderCommand(name))
 	}
