@@ -28,7 +28,7 @@ import (
 // peopleCommands are the commands Main hands to the cobra tree, and the
 // hidden ones its completion scripts call.
 var peopleCommands = map[string]bool{
-	"tasks": true, "approvals": true, "questions": true, "actions": true, "budget": true, "tools": true, "schedules": true, "policy": true,
+	"tasks": true, "approvals": true, "questions": true, "actions": true, "budget": true, "tools": true, "schedules": true, "rollouts": true, "policy": true,
 	"objectives": true, "a2a": true, "login": true, "completion": true,
 	cobra.ShellCompRequestCmd: true, cobra.ShellCompNoDescRequestCmd: true,
 }
