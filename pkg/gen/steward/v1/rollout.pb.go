@@ -179,11 +179,12 @@ func (x *RolloutSpec) GetMinAcceptedRate() float64 {
 
 // RolloutFigures count the candidate tasks that ended during one step.
 type RolloutFigures struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Step          uint32                 `protobuf:"varint,1,opt,name=step,proto3" json:"step,omitempty"`   // index into spec.steps
-	Ended         uint32                 `protobuf:"varint,2,opt,name=ended,proto3" json:"ended,omitempty"` // failed + accepted
-	Failed        uint32                 `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
-	Accepted      uint32                 `protobuf:"varint,4,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Step  uint32                 `protobuf:"varint,1,opt,name=step,proto3" json:"step,omitempty"` // index into spec.steps
+	// Ended: failed, accepted or cancelled (a cancelled task is neither).
+	Ended         uint32 `protobuf:"varint,2,opt,name=ended,proto3" json:"ended,omitempty"`
+	Failed        uint32 `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
+	Accepted      uint32 `protobuf:"varint,4,opt,name=accepted,proto3" json:"accepted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }

@@ -88,7 +88,7 @@ export declare type RolloutFigures = Message<"steward.v1.RolloutFigures"> & {
   step: number;
 
   /**
-   * failed + accepted
+   * Ended: failed, accepted or cancelled (a cancelled task is neither).
    *
    * @generated from field: uint32 ended = 2;
    */
