@@ -67,7 +67,7 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 // answered as it was. When the log cannot say whether it exists, the
 // quota's refusal stands.
 func (p *Plane) admitTask(ctx context.Context, o owner, taskID string) (done func(seq uint64), err error) {
-	done, err = p.quota.admit(ctx, o, tally{running: 1})
+	done, err = p.quota.admitCreate(ctx, o, tally{running: 1}, taskID)
 	if !errs.Is(err, errs.QuotaExceeded) {
 		return done, err
 	}

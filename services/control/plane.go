@@ -217,7 +217,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	}
 	p.quota = &gate{usage: p.usage, quotas: cfg.Quotas.withDefaults()}
 	p.schedules = &schedules{p}
-	p.rollouts = &rollouts{p}
+	p.rollouts = &rollouts{Plane: p, index: newRolloutIndex()}
 	for _, o := range opts {
 		o(p)
 	}

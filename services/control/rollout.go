@@ -22,7 +22,10 @@ import (
 // rollouts is the plane's rollout commands, judge and resolution, a type
 // of its own so that the plane stays one idea; it works through the
 // plane's log, clock and tool registry, which it embeds.
-type rollouts struct{ *Plane }
+type rollouts struct {
+	*Plane
+	index *rolloutIndex // rollout_index.go
+}
 
 // loadedRollout is a rollout as folded from its chain, the chain's events
 // and its head, which the next append is conditional on.
@@ -67,27 +70,6 @@ func (p *rollouts) GetRollout(ctx context.Context, id string) (*stewardv1.Rollou
 	return l.r, err
 }
 
-// tenantRollouts returns tenant's rollouts, oldest first; of tool only,
-// unless tool is "".
-func (p *rollouts) tenantRollouts(ctx context.Context, tenant, tool string) ([]*stewardv1.Rollout, error) {
-	ids, err := p.log.ChainIDs(ctx, event.TypeRolloutStarted)
-	if err != nil {
-		return nil, err
-	}
-	var out []*stewardv1.Rollout
-	for _, id := range ids {
-		l, err := p.loadRollout(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if l.r.Tenant == tenant && (tool == "" || l.r.Spec.Tool == tool) {
-			out = append(out, l.r)
-		}
-	}
-	slices.SortStableFunc(out, func(a, b *stewardv1.Rollout) int { return a.StartTime.AsTime().Compare(b.StartTime.AsTime()) })
-	return out, nil
-}
-
 // ListRollouts returns the caller's tenant's rollouts, newest first.
 func (p *rollouts) ListRollouts(ctx context.Context) ([]*stewardv1.Rollout, error) {
 	rs, err := p.tenantRollouts(ctx, rpc.Caller(ctx).Tenant, "")
@@ -118,13 +100,17 @@ func (p *rollouts) StartRollout(ctx context.Context, principal string, spec *ste
 			return nil, errs.New(errs.FailedPrecondition, "rollout %s of tool %s is ramping; roll it back first", r.RolloutId, errs.Quote(spec.Tool))
 		}
 	}
-	id := "ro-" + event.RandomID()
+	id := nextRolloutID(tenant, spec.Tool, len(rs))
 	ev, err := p.event(event.Meta{ID: event.ID(id, event.TypeRolloutStarted), TaskID: id, Actor: p.actor(principal)},
 		&stewardv1.RolloutStarted{Tenant: tenant, Spec: spec})
 	if err != nil {
 		return nil, err
 	}
 	rec, err := p.log.Append(ctx, eventlog.Head{}, ev)
+	if errors.Is(err, eventlog.ErrConflict) || err == nil && rec.Event != ev {
+		// Another start of the tool got there first (the same id).
+		return nil, errs.New(errs.FailedPrecondition, "rollout %s of tool %s started at the same time; roll it back first", id, errs.Quote(spec.Tool))
+	}
 	if err != nil {
 		return nil, err
 	}
