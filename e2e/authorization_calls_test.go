@@ -27,6 +27,8 @@ type subject struct {
 	schedule string
 	// objective is the objective of the "objective" state, its owner's.
 	objective string
+	// rollout is a ramping rollout of acme's (authorization_rollout_test.go).
+	rollout string
 }
 
 // matrixCall is how the matrix calls one RPC.
@@ -67,12 +69,14 @@ func newMatrix(t *testing.T, h *harness, idp *stewardtest.JWTIssuer) *matrix {
 			opt := connect.WithInterceptors(stewardtest.Bearer(token))
 			m.callers[tenant][c.column] = matrixCaller{authed: withToken(h.url, token),
 				actions: stewardv1connect.NewActionServiceClient(hc, h.url, opt), tools: stewardv1connect.NewToolServiceClient(hc, h.url, opt),
-				deadLetters: stewardv1connect.NewDeadLetterServiceClient(hc, h.url, opt)}
+				deadLetters: stewardv1connect.NewDeadLetterServiceClient(hc, h.url, opt), rollouts: stewardv1connect.NewRolloutServiceClient(hc, h.url, opt)}
 		}
+		withToolAdmin(m.callers[tenant]) // authorization_rollout_test.go
 	}
 	acme := m.callers[matrixTenant]
 	m.acme = &harness{top: t, url: h.url, dir: h.dir, proc: h.proc, fixtures: map[string]any{},
 		agent: acme["agent"].authed, owner: acme["owner"].authed, approver: acme["approver"].authed, operator: acme["operator"].authed}
+	m.acme.fixtures[rolloutAdmin] = acme["tool-admin"]
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for state := range matrixStates {
@@ -175,6 +179,7 @@ var matrixStates = map[string]func(t *testing.T, e *harness, name string) subjec
 	},
 	"schedule":        func(t *testing.T, e *harness, name string) subject { return matrixSchedule(t, e, name, false) },
 	"paused schedule": func(t *testing.T, e *harness, name string) subject { return matrixSchedule(t, e, name, true) },
+	"rollout":         matrixRollout,
 	// objective is an objective of acme's owner's (user:ana).
 	"objective": func(t *testing.T, e *harness, name string) subject {
 		resp, err := e.owner.tasks.CreateObjective(context.Background(), connect.NewRequest(&stewardv1.CreateObjectiveRequest{RequestId: name, Intent: "ship Q3"}))
@@ -391,6 +396,10 @@ var matrixCalls = map[string]matrixCall{
 		return err
 	}},
 
+	stewardv1connect.RolloutServiceStartRolloutProcedure:    {call: startRolloutCall},
+	stewardv1connect.RolloutServiceGetRolloutProcedure:      {state: "rollout", call: getRolloutCall},
+	stewardv1connect.RolloutServiceListRolloutsProcedure:    {state: "rollout", call: listRolloutsCall},
+	stewardv1connect.RolloutServiceRollBackRolloutProcedure: {state: "rollout", changes: true, call: rollBackRolloutCall},
 	stewardv1connect.ToolServiceRegisterToolProcedure: {call: func(ctx context.Context, c matrixCaller, _ subject, name string) error {
 		_, err := c.tools.RegisterTool(ctx, connect.NewRequest(&stewardv1.RegisterToolRequest{Contract: &stewardv1.ToolContract{
 			Name: name, Version: "1.0.0", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_PUBLIC,

@@ -245,4 +245,8 @@ type matrixCaller struct {
 	actions     stewardv1connect.ActionServiceClient
 	tools       stewardv1connect.ToolServiceClient
 	deadLetters stewardv1connect.DeadLetterServiceClient
+	rollouts    stewardv1connect.RolloutServiceClient
+	// toolAdmin is the tools client of the caller's tenant's tool admin,
+	// who registers the versions a rollout call needs (authorization_rollout_test.go).
+	toolAdmin stewardv1connect.ToolServiceClient
 }

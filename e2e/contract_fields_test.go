@@ -59,6 +59,10 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 		(&stewardv1.GetTaskTreeRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.RevokeCredentialRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ListPolicySnapshotsRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.StartRolloutRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.GetRolloutRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.ListRolloutsRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.RollBackRolloutRequest{}).ProtoReflect().Descriptor(),
 	} {
 		want = append(want, leafFields(string(root.Name()), root)...)
 	}

@@ -9,6 +9,9 @@ import (
 // task. A stranger with a token must not stop someone else's work.
 var steer = Rule{Group: Steering, Parties: Agent | Owner, Roles: []string{Operator}}
 
+// rolloutTenant is the plane's check of every rollout RPC.
+const rolloutTenant = "only the caller's tenant's rollouts; another tenant's is not_found"
+
 // scheduleTenant is the plane's check of every schedule RPC.
 const scheduleTenant = "only the caller's tenant's schedules; another tenant's is not_found"
 
@@ -95,6 +98,15 @@ var Table = map[string]Rule{
 		Why: "renewing lets a task act longer: an operator's decision"},
 	stewardv1connect.GovernanceServiceGetCredentialKeyProcedure: {Group: Read, Public: true,
 		Why: "the public key verifies credentials and permits: it is public, and a deployment fetches it before any token is handed out"},
+
+	// RolloutService: ramping a tool version up (docs/rollouts.md).
+	stewardv1connect.RolloutServiceStartRolloutProcedure: {Group: Operation, Roles: []string{Operator, ToolAdmin}, Plane: rolloutTenant,
+		Why: "which version of a tool new tasks get is an operator's change to every task of the tenant"},
+	stewardv1connect.RolloutServiceRollBackRolloutProcedure: {Group: Operation, Roles: []string{Operator, ToolAdmin}, Plane: rolloutTenant,
+		Why: "as StartRollout: a person may stop a ramp-up before its figures do"},
+	stewardv1connect.RolloutServiceGetRolloutProcedure: {Group: Operation, Roles: []string{Operator, ToolAdmin, Auditor}, Plane: rolloutTenant,
+		Why: "a rollout's figures are read by those who run it and those who audit it"},
+	stewardv1connect.RolloutServiceListRolloutsProcedure: {Group: Operation, Roles: []string{Operator, ToolAdmin, Auditor}, Plane: rolloutTenant, Why: "as GetRollout"},
 
 	// ToolService.
 	stewardv1connect.ToolServiceRegisterToolProcedure: {Group: Operation, Roles: []string{ToolAdmin},

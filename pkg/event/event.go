@@ -116,6 +116,12 @@ const (
 	TypeObjectiveCreated   = "objective.created"
 	TypeObjectiveClosed    = "objective.closed"
 	TypeObjectiveTaskAdded = "objective.task_added"
+	// A rollout's events live on its own chain (steward.rollout.<id>).
+	TypeRolloutStarted    = "rollout.started"
+	TypeRolloutWidened    = "rollout.widened"
+	TypeRolloutRolledBack = "rollout.rolled_back"
+	TypeRolloutCompleted  = "rollout.completed"
+	TypeRolloutTaskEnded  = "rollout.task_ended"
 )
 
 // Payload is one of the event payload messages, such as
@@ -234,6 +240,11 @@ var typeNames = map[protoreflect.Name]string{
 	"objective_created":           TypeObjectiveCreated,
 	"objective_closed":            TypeObjectiveClosed,
 	"objective_task_added":        TypeObjectiveTaskAdded,
+	"rollout_started":             TypeRolloutStarted,
+	"rollout_widened":             TypeRolloutWidened,
+	"rollout_rolled_back":         TypeRolloutRolledBack,
+	"rollout_completed":           TypeRolloutCompleted,
+	"rollout_task_ended":          TypeRolloutTaskEnded,
 }
 
 // payloadFields maps each payload message to its field in the envelope.

@@ -57,6 +57,11 @@ var owners = map[string]string{
 	TypeObjectiveCreated:   PlaneControl,
 	TypeObjectiveClosed:    PlaneControl,
 	TypeObjectiveTaskAdded: PlaneControl,
+	TypeRolloutStarted:     PlaneControl,
+	TypeRolloutWidened:     PlaneControl,
+	TypeRolloutRolledBack:  PlaneControl,
+	TypeRolloutCompleted:   PlaneControl,
+	TypeRolloutTaskEnded:   PlaneControl,
 
 	TypePolicyEvaluated:   PlaneGovernance,
 	TypeActionDenied:      PlaneGovernance,

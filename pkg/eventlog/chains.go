@@ -26,3 +26,15 @@ func (l *Log) ChainIDs(ctx context.Context, typ string) ([]string, error) {
 	slices.Sort(ids)
 	return ids, nil
 }
+
+// ObjectiveSubject returns the wildcard over the subjects that hold an
+// objective's events, one per type.
+func (l *Log) ObjectiveSubject(id string) string { return l.cfg.ObjectivePrefix + "." + id + ".>" }
+
+// ScheduleSubject returns the wildcard over the subjects that hold a
+// schedule's events, one per type.
+func (l *Log) ScheduleSubject(id string) string { return l.cfg.SchedulePrefix + "." + id + ".>" }
+
+// RolloutSubject returns the wildcard over the subjects that hold a
+// rollout's events, one per type.
+func (l *Log) RolloutSubject(id string) string { return l.cfg.RolloutPrefix + "." + id + ".>" }

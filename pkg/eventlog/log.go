@@ -32,6 +32,7 @@ const (
 	DefaultServicePrefix    = "steward.service"
 	DefaultObjectivePrefix  = "steward.objective"
 	DefaultSchedulePrefix   = "steward.schedule"
+	DefaultRolloutPrefix    = "steward.rollout"
 	DefaultDeadLetterStream = "STEWARD_DEADLETTER"
 	DefaultDeadLetterPrefix = "steward.deadletter"
 )
@@ -55,7 +56,9 @@ type Config struct {
 	ObjectivePrefix string
 	// SchedulePrefix is where schedules live, a chain each:
 	// steward.schedule.<schedule_id>.<type>.
-	SchedulePrefix   string
+	SchedulePrefix string
+	// RolloutPrefix is where rollouts live: steward.rollout.<id>.<type>.
+	RolloutPrefix    string
 	DeadLetterStream string
 	DeadLetterPrefix string
 	// Replicas of the streams when Open creates them; 1 for a single
@@ -110,6 +113,9 @@ func (c Config) withDefaults() Config {
 	if c.SchedulePrefix == "" {
 		c.SchedulePrefix = DefaultSchedulePrefix
 	}
+	if c.RolloutPrefix == "" {
+		c.RolloutPrefix = DefaultRolloutPrefix
+	}
 	if c.DeadLetterStream == "" {
 		c.DeadLetterStream = DefaultDeadLetterStream
 	}
@@ -152,9 +158,9 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Log, error)
 	cfg = cfg.withDefaults()
 	stream, err := ensureStream(ctx, js, cfg, jetstream.StreamConfig{
 		Name:        cfg.Stream,
-		Description: "Steward events; one chain per task, tool, service, objective and schedule",
+		Description: "Steward events; one chain per task, tool, service, objective, schedule and rollout",
 		Subjects: []string{cfg.SubjectPrefix + ".>", cfg.ToolPrefix + ".>", cfg.ServicePrefix + ".>",
-			cfg.ObjectivePrefix + ".>", cfg.SchedulePrefix + ".>"},
+			cfg.ObjectivePrefix + ".>", cfg.SchedulePrefix + ".>", cfg.RolloutPrefix + ".>"},
 		Storage:     cfg.Storage,
 		Replicas:    cfg.Replicas,
 		Retention:   jetstream.LimitsPolicy,
@@ -269,14 +275,6 @@ func (l *Log) TaskSubject(taskID, typ string) string {
 // every task's, or every objective's or schedule's for their types.
 func (l *Log) TypeFilter(typ string) string { return chainPrefix(l.cfg, typ) + ".*." + typ }
 
-// ObjectiveSubject returns the wildcard over the subjects that hold an
-// objective's events, one per type.
-func (l *Log) ObjectiveSubject(id string) string { return l.cfg.ObjectivePrefix + "." + id + ".>" }
-
-// ScheduleSubject returns the wildcard over the subjects that hold a
-// schedule's events, one per type.
-func (l *Log) ScheduleSubject(id string) string { return l.cfg.SchedulePrefix + "." + id + ".>" }
-
 // ToolSubject returns the wildcard over the subjects that hold the
 // registrations of a tool: the global ones and every tenant's of that
 // name, one chain, so that one conditional append decides whether a name
@@ -305,7 +303,7 @@ func tenantDot(tenant string) string {
 // so a task's events are handled in the order they were appended. A
 // tenant's service chain spans its tenant token and its key.
 func (l *Log) chainOf(subject string) string {
-	for _, prefix := range []string{l.cfg.SubjectPrefix, l.cfg.ToolPrefix, l.cfg.ServicePrefix, l.cfg.ObjectivePrefix, l.cfg.SchedulePrefix} {
+	for _, prefix := range []string{l.cfg.SubjectPrefix, l.cfg.ToolPrefix, l.cfg.ServicePrefix, l.cfg.ObjectivePrefix, l.cfg.SchedulePrefix, l.cfg.RolloutPrefix} {
 		rest, ok := strings.CutPrefix(subject, prefix+".")
 		if !ok {
 			continue
@@ -392,6 +390,8 @@ func chainPrefix(c Config, typ string) string {
 		return c.ObjectivePrefix
 	case "schedule":
 		return c.SchedulePrefix
+	case "rollout":
+		return c.RolloutPrefix
 	}
 	return c.SubjectPrefix
 }

@@ -92,6 +92,12 @@ func (l *Log) ReadSchedule(ctx context.Context, id string) ([]*stewardv1.EventRe
 	return l.readRecord(ctx, "schedule_id", id, l.ScheduleSubject)
 }
 
+// ReadRollout returns every event of rollout id in order, each checked
+// against the rollout's hash chain.
+func (l *Log) ReadRollout(ctx context.Context, id string) ([]*stewardv1.EventRecord, error) {
+	return l.readRecord(ctx, "rollout_id", id, l.RolloutSubject)
+}
+
 // ReadScheduleEvents returns schedule id's events of type typ, in order,
 // each checked against its own hash and subject but not linked to the
 // rest of the chain: for a reader that needs one type on every call (a

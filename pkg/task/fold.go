@@ -86,6 +86,7 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 		t.RequestId = p.TaskCreated.RequestId
 		t.Tenant = p.TaskCreated.Tenant
 		t.ScheduleRun = p.TaskCreated.ScheduleRun
+		t.RolloutAssignments = p.TaskCreated.RolloutAssignments
 		t.CreatedAt = ev.Time
 		t.CreatedBy = ev.Actor.GetPrincipal()
 	case *stewardv1.Event_TaskPaused:

@@ -67,7 +67,7 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 // answered as it was. When the log cannot say whether it exists, the
 // quota's refusal stands.
 func (p *Plane) admitTask(ctx context.Context, o owner, taskID string) (done func(seq uint64), err error) {
-	done, err = p.quota.admit(ctx, o, tally{running: 1})
+	done, err = p.quota.admitCreate(ctx, o, tally{running: 1}, taskID)
 	if !errs.Is(err, errs.QuotaExceeded) {
 		return done, err
 	}
@@ -144,7 +144,11 @@ func (p *Plane) create(ctx context.Context, principal, tenant, taskID, requestID
 		return nil, false, err
 	}
 	contract.TaskId = taskID
-	created := &stewardv1.TaskCreated{Contract: contract, RequestId: requestID, Tenant: tenant}
+	assigned, err := p.rollouts.assignRollouts(ctx, tenant, taskID, contract) // rollout_resolve.go
+	if err != nil {
+		return nil, false, err
+	}
+	created := &stewardv1.TaskCreated{Contract: contract, RequestId: requestID, Tenant: tenant, RolloutAssignments: assigned}
 	ev, err := p.event(event.Meta{ID: event.ID(taskID, event.TypeTaskCreated), TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID}, created)
 	if err != nil {
 		return nil, false, err

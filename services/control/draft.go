@@ -82,6 +82,10 @@ func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*d
 		return nil, err
 	}
 	tool := entry.Tool.Contract
+	rolloutID, err := p.rollouts.rolloutOf(ctx, t, pr.tool, pr.toolVersion) // rollout_resolve.go
+	if err != nil {
+		return nil, err
+	}
 	retry, err := toolreg.NarrowRetry("retry_policy.", tool, pr.retry)
 	if err != nil {
 		return nil, err
@@ -121,6 +125,7 @@ func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*d
 		PlanStepId:    pr.planStep,
 		MilestoneId:   pr.milestone,
 		DecisionId:    pr.decision,
+		RolloutId:     rolloutID,
 	}}, nil
 }
 

@@ -85,7 +85,9 @@ func (dg *delegation) ForkTask(ctx context.Context, principal string, req *stewa
 	origin := &stewardv1.ForkOrigin{ParentTaskId: req.TaskId, AtSequence: recs[at].Sequence, AtHash: recs[at].Event.Hash, Reason: req.Reason,
 		State: task.ForkState(parentAt)}
 	ev, err := dg.event(event.Meta{ID: event.ID(forkID, event.TypeTaskCreated), TaskID: forkID, Actor: dg.actor(principal), CorrelationID: req.RequestId},
-		&stewardv1.TaskCreated{Contract: contract, RequestId: req.RequestId, Tenant: parent.Tenant, Fork: origin})
+		// A fork redoes its parent's work from a point, under the versions
+		// the parent's rollouts assigned it (docs/rollouts.md).
+		&stewardv1.TaskCreated{Contract: contract, RequestId: req.RequestId, Tenant: parent.Tenant, Fork: origin, RolloutAssignments: parentAt.RolloutAssignments})
 	if err != nil {
 		return nil, false, err
 	}

@@ -115,6 +115,7 @@ type Plane struct {
 	// schedules makes tasks on schedules (schedule.go); runMade, a test
 	// hook, runs between a run's creation and its firing's record.
 	schedules *schedules
+	rollouts  *rollouts // rollout.go
 	runMade   func(scheduleID string)
 	// planLoaded, a test hook, runs between the template plan reaction's
 	// read of a run and its submission (BeforeTemplatePlan).
@@ -216,6 +217,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	}
 	p.quota = &gate{usage: p.usage, quotas: cfg.Quotas.withDefaults()}
 	p.schedules = &schedules{p}
+	p.rollouts = &rollouts{Plane: p, index: newRolloutIndex()}
 	for _, o := range opts {
 		o(p)
 	}
@@ -300,6 +302,8 @@ func (p *Plane) Stop() {
 func (p *Plane) Services(opts []connect.HandlerOption) []rpc.Service {
 	path, h := stewardv1connect.NewTaskServiceHandler(&taskService{plane: p}, opts...)
 	spath, sh := stewardv1connect.NewScheduleServiceHandler(&scheduleService{plane: p}, opts...)
+	rpath, rh := stewardv1connect.NewRolloutServiceHandler(&rolloutService{plane: p}, opts...)
 	return []rpc.Service{{Name: stewardv1connect.TaskServiceName, Path: path, Handler: h},
-		{Name: stewardv1connect.ScheduleServiceName, Path: spath, Handler: sh}}
+		{Name: stewardv1connect.ScheduleServiceName, Path: spath, Handler: sh},
+		{Name: stewardv1connect.RolloutServiceName, Path: rpath, Handler: rh}}
 }

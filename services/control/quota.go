@@ -97,12 +97,19 @@ type gate struct {
 // read and an entry in memory: nothing is written, so a refused command
 // spends nothing, and a crash loses nothing but the entry.
 func (q *gate) admit(ctx context.Context, o owner, d tally) (done func(seq uint64), err error) {
+	return q.admitCreate(ctx, o, d, "")
+}
+
+// admitCreate is admit for a command that creates task taskID (when not
+// ""): its hold ends when usage reads the task's creation, even before
+// done is told its sequence.
+func (q *gate) admitCreate(ctx context.Context, o owner, d tally, taskID string) (done func(seq uint64), err error) {
 	if err := q.usage.catchUp(ctx); err != nil {
 		return nil, err
 	}
 	q.usage.mu.Lock()
 	defer q.usage.mu.Unlock()
-	return q.usage.admit(o, d, q.quotas)
+	return q.usage.admit(o, d, q.quotas, taskID)
 }
 
 // admitOn is admit for a command on running task taskID: charge returns
@@ -121,7 +128,7 @@ func (q *gate) admitOn(ctx context.Context, taskID string, charge func(*usage, r
 		return nil, errs.New(errs.FailedPrecondition, "task %s is not running: it has ended", taskID)
 	}
 	o, d := charge(q.usage, r)
-	return q.usage.admit(o, d, q.quotas)
+	return q.usage.admit(o, d, q.quotas, "")
 }
 
 // admitPlan admits plan pl for task t, submitted by principal: its bytes,
@@ -159,7 +166,7 @@ func subTasksOf(pl *stewardv1.Plan) int64 {
 }
 
 // admit is gate.admit once caught up; the caller holds mu.
-func (u *usage) admit(o owner, d tally, quotas Quotas) (done func(seq uint64), err error) {
+func (u *usage) admit(o owner, d tally, quotas Quotas, taskID string) (done func(seq uint64), err error) {
 	mine, tenants := u.held(o), u.held(o.whole())
 	for _, q := range quotas.bounds() {
 		have := mine
@@ -172,7 +179,7 @@ func (u *usage) admit(o owner, d tally, quotas Quotas) (done func(seq uint64), e
 	}
 	// Only growth is held: a shrink counts once it is on the log.
 	d = tally{running: max(d.running, 0), planBytes: max(d.planBytes, 0), contentBytes: max(d.contentBytes, 0)}
-	h := &hold{owner: o, d: d}
+	h := &hold{owner: o, d: d, task: taskID}
 	u.holds[h] = struct{}{}
 	return func(seq uint64) {
 		if seq == 0 {

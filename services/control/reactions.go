@@ -51,9 +51,9 @@ func (p *Plane) reactions() []eventlog.Reaction {
 		// decision behind a model call, which no other handler reads.
 		onActionEnd = inOrder(rc.recoverFrom, dg.release, observe, compensate, drivePlan, wakeParent)
 		onDenied    = inOrder(dg.release, compensate, drivePlan, wakeParent)
-		// runEnded ticks the schedule of a run that ended (a queued
-		// firing starts): it writes only to the schedule's chain.
-		onTaskEnd  = inOrder(dg.release, wakeParent, p.schedules.runEnded)
+		// runEnded ticks the schedule of a run that ended (a queued firing
+		// starts), taskEnded a candidate's rollout: each on its own chain.
+		onTaskEnd  = inOrder(dg.release, wakeParent, p.schedules.runEnded, p.rollouts.taskEnded)
 		onProduced = inOrder(dg.release, p.schedules.runEnded)
 		// An answer, or a plan version judged to run again: the retries
 		// held back meanwhile are proposed before the driver looks for

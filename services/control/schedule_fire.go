@@ -268,9 +268,13 @@ func (p *schedules) createRun(ctx context.Context, s *stewardv1.Schedule, firing
 	taskID := schedule.RunTaskID(s.ScheduleId, firing)
 	contract := proto.CloneOf(s.GetTemplate().GetContract())
 	contract.TaskId = taskID
+	assigned, err := p.rollouts.assignRollouts(ctx, s.Tenant, taskID, contract) // rollout_resolve.go
+	if err != nil {
+		return "", err
+	}
 	created := &stewardv1.TaskCreated{Contract: contract, Tenant: s.Tenant, ScheduleRun: &stewardv1.ScheduleRun{
 		ScheduleId: s.ScheduleId, FiringTime: timestamppb.New(firing), PreviousTaskId: s.LastTaskId,
-	}}
+	}, RolloutAssignments: assigned}
 	ev, err := p.event(event.Meta{ID: event.ID(taskID, event.TypeTaskCreated), TaskID: taskID, Actor: p.actor(s.Creator), CausationID: s.ScheduleId}, created)
 	if err != nil {
 		return "", err

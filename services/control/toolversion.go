@@ -16,7 +16,8 @@ import (
 //   - a tool the contract pins gets its pin, and naming another version is
 //     refused;
 //   - otherwise a proposal that names no version gets the latest registered
-//     before the task was created, and one that names a version registered
+//     before the task was created, unless a rollout of the tool says
+//     otherwise (docs/rollouts.md), and one that names a version registered
 //     after it is refused.
 //
 // So nobody — an agent allowed to register tools least of all — can change
@@ -38,7 +39,12 @@ func (p *Plane) toolFor(ctx context.Context, t *stewardv1.Task, name, version st
 		// it was registered.
 		return found(p.tools.Lookup(ctx, p.log, t.Tenant, name, pin))
 	case version == "":
-		return found(p.tools.LookupAsOf(ctx, p.log, t.Tenant, name, t.GetCreatedSequence()))
+		e, err := found(p.tools.LookupAsOf(ctx, p.log, t.Tenant, name, t.GetCreatedSequence()))
+		if err != nil {
+			return nil, err
+		}
+		e, _, err = p.rollouts.rolloutEntry(ctx, t, name, e) // rollout_resolve.go
+		return e, err
 	}
 	e, err := found(p.tools.Lookup(ctx, p.log, t.Tenant, name, version))
 	if err != nil {

@@ -62,6 +62,7 @@ type hold struct {
 	owner owner
 	d     tally
 	seq   uint64
+	task  string // the task a creation's hold opens, else ""
 }
 
 // usage is what each principal and tenant holds, folded from the log by
@@ -109,6 +110,13 @@ func (u *usage) Apply(rec *stewardv1.EventRecord) error {
 			o := owner{tenant: p.TaskCreated.Tenant, principal: ev.GetActor().GetPrincipal()}
 			u.tasks[ev.TaskId] = running{owner: o}
 			u.charge(o, tally{running: 1})
+		}
+		for h := range u.holds {
+			if h.task == ev.TaskId {
+				// Read before its command's done could say seq: it is
+				// in the tallies now, and counted twice if kept.
+				delete(u.holds, h)
+			}
 		}
 	case *stewardv1.Event_PlanSubmitted:
 		if r, ok := u.tasks[ev.TaskId]; ok {

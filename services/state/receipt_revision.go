@@ -11,8 +11,11 @@ import (
 )
 
 // receiptContractVersions puts t's contract versions on r, and the
-// revisions that never took effect, without their contracts.
+// revisions that never took effect, without their contracts; and the
+// tool versions its rollouts assigned it (docs/rollouts.md): what the
+// task ran under.
 func receiptContractVersions(r *stewardv1.Receipt, t *stewardv1.Task) {
+	r.RolloutAssignments = t.RolloutAssignments
 	for _, v := range t.ContractVersions {
 		r.ContractVersions = append(r.ContractVersions, proto.CloneOf(v))
 	}

@@ -28,7 +28,7 @@ import (
 // peopleCommands are the commands Main hands to the cobra tree, and the
 // hidden ones its completion scripts call.
 var peopleCommands = map[string]bool{
-	"tasks": true, "approvals": true, "questions": true, "actions": true, "budget": true, "tools": true, "schedules": true, "policy": true,
+	"tasks": true, "approvals": true, "questions": true, "actions": true, "budget": true, "tools": true, "schedules": true, "rollouts": true, "policy": true,
 	"objectives": true, "a2a": true, "canary": true, "login": true, "completion": true,
 	cobra.ShellCompRequestCmd: true, cobra.ShellCompNoDescRequestCmd: true,
 }
@@ -92,7 +92,7 @@ func (c *cli) root() *cobra.Command {
 	root.SetOut(c.raw)
 	root.SetErr(c.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
-	root.AddCommand(c.tasksCommand(), c.approvalsCommand(), c.questionsCommand(), c.actionsCommand(), c.budgetCommand(), c.toolsCommand(), c.schedulesCommand(), c.policyCommand(), c.objectivesCommand(), c.a2aCommand(), c.canaryCommand(), c.loginCommand())
+	root.AddCommand(c.tasksCommand(), c.approvalsCommand(), c.questionsCommand(), c.actionsCommand(), c.budgetCommand(), c.toolsCommand(), c.schedulesCommand(), c.rolloutsCommand(), c.policyCommand(), c.objectivesCommand(), c.a2aCommand(), c.canaryCommand(), c.loginCommand())
 	for _, name := range []string{"dev", "serve", "gateway", "nats-users", "nats-streams", "secret-key", "audit", "receipt", "dead-letters", "version"} {
 		root.AddCommand(c.olderCommand(name))
 	}

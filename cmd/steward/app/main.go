@@ -53,6 +53,7 @@ Usage:
   steward budget raise
   steward tools ls|show|register|import-mcp
   steward schedules create|get|list|pause|resume|delete
+  steward rollouts start|get|list|rollback
                  for the people around a task: see, steer, decide, answer, settle
                  (docs/cli.md); a table, or -o json for scripts
   steward policy test DIR | eval DIR --input FILE

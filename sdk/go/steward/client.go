@@ -21,6 +21,7 @@ type Client struct {
 	actions    stewardv1connect.ActionServiceClient
 	tools      stewardv1connect.ToolServiceClient
 	schedules  stewardv1connect.ScheduleServiceClient
+	rollouts   stewardv1connect.RolloutServiceClient
 	retry      Retry
 	newID      func() string
 }
@@ -74,6 +75,7 @@ func New(baseURL string, opts ...Option) *Client {
 		actions:    stewardv1connect.NewActionServiceClient(c.http, baseURL, c.opts...),
 		tools:      stewardv1connect.NewToolServiceClient(c.http, baseURL, c.opts...),
 		schedules:  stewardv1connect.NewScheduleServiceClient(c.http, baseURL, c.opts...),
+		rollouts:   stewardv1connect.NewRolloutServiceClient(c.http, baseURL, c.opts...),
 		retry:      c.retry,
 		newID:      c.newID,
 	}

@@ -168,6 +168,11 @@ type Event struct {
 	//	*Event_ObjectiveCreated
 	//	*Event_ObjectiveClosed
 	//	*Event_ObjectiveTaskAdded
+	//	*Event_RolloutStarted
+	//	*Event_RolloutWidened
+	//	*Event_RolloutRolledBack
+	//	*Event_RolloutCompleted
+	//	*Event_RolloutTaskEnded
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -887,6 +892,51 @@ func (x *Event) GetObjectiveTaskAdded() *ObjectiveTaskAdded {
 	return nil
 }
 
+func (x *Event) GetRolloutStarted() *RolloutStarted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RolloutStarted); ok {
+			return x.RolloutStarted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRolloutWidened() *RolloutWidened {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RolloutWidened); ok {
+			return x.RolloutWidened
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRolloutRolledBack() *RolloutRolledBack {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RolloutRolledBack); ok {
+			return x.RolloutRolledBack
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRolloutCompleted() *RolloutCompleted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RolloutCompleted); ok {
+			return x.RolloutCompleted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRolloutTaskEnded() *RolloutTaskEnded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_RolloutTaskEnded); ok {
+			return x.RolloutTaskEnded
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -1170,6 +1220,26 @@ type Event_ObjectiveTaskAdded struct {
 	ObjectiveTaskAdded *ObjectiveTaskAdded `protobuf:"bytes,84,opt,name=objective_task_added,json=objectiveTaskAdded,proto3,oneof"`
 }
 
+type Event_RolloutStarted struct {
+	RolloutStarted *RolloutStarted `protobuf:"bytes,102,opt,name=rollout_started,json=rolloutStarted,proto3,oneof"`
+}
+
+type Event_RolloutWidened struct {
+	RolloutWidened *RolloutWidened `protobuf:"bytes,103,opt,name=rollout_widened,json=rolloutWidened,proto3,oneof"`
+}
+
+type Event_RolloutRolledBack struct {
+	RolloutRolledBack *RolloutRolledBack `protobuf:"bytes,104,opt,name=rollout_rolled_back,json=rolloutRolledBack,proto3,oneof"`
+}
+
+type Event_RolloutCompleted struct {
+	RolloutCompleted *RolloutCompleted `protobuf:"bytes,105,opt,name=rollout_completed,json=rolloutCompleted,proto3,oneof"`
+}
+
+type Event_RolloutTaskEnded struct {
+	RolloutTaskEnded *RolloutTaskEnded `protobuf:"bytes,106,opt,name=rollout_task_ended,json=rolloutTaskEnded,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -1306,6 +1376,16 @@ func (*Event_ObjectiveClosed) isEvent_Payload() {}
 
 func (*Event_ObjectiveTaskAdded) isEvent_Payload() {}
 
+func (*Event_RolloutStarted) isEvent_Payload() {}
+
+func (*Event_RolloutWidened) isEvent_Payload() {}
+
+func (*Event_RolloutRolledBack) isEvent_Payload() {}
+
+func (*Event_RolloutCompleted) isEvent_Payload() {}
+
+func (*Event_RolloutTaskEnded) isEvent_Payload() {}
+
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1373,9 +1453,12 @@ type TaskCreated struct {
 	Fork *ForkOrigin `protobuf:"bytes,4,opt,name=fork,proto3" json:"fork,omitempty"`
 	// Set when the task is a schedule's run: its schedule, firing and the
 	// previous run.
-	ScheduleRun   *ScheduleRun `protobuf:"bytes,5,opt,name=schedule_run,json=scheduleRun,proto3" json:"schedule_run,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ScheduleRun *ScheduleRun `protobuf:"bytes,5,opt,name=schedule_run,json=scheduleRun,proto3" json:"schedule_run,omitempty"`
+	// The versions rollouts RAMPING at the creation assigned the task
+	// (docs/rollouts.md), one per rollout of a tool the contract allows.
+	RolloutAssignments []*RolloutAssignment `protobuf:"bytes,6,rep,name=rollout_assignments,json=rolloutAssignments,proto3" json:"rollout_assignments,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *TaskCreated) Reset() {
@@ -1439,6 +1522,13 @@ func (x *TaskCreated) GetFork() *ForkOrigin {
 func (x *TaskCreated) GetScheduleRun() *ScheduleRun {
 	if x != nil {
 		return x.ScheduleRun
+	}
+	return nil
+}
+
+func (x *TaskCreated) GetRolloutAssignments() []*RolloutAssignment {
+	if x != nil {
+		return x.RolloutAssignments
 	}
 	return nil
 }
@@ -5591,7 +5681,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x1asteward/v1/objective.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x19steward/v1/schedule.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x8c*\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x18steward/v1/rollout.proto\x1a!steward/v1/execution_report.proto\x1a\x1asteward/v1/objective.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x19steward/v1/schedule.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x86-\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -5672,19 +5762,25 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x1bschedule_credential_revoked\x18_ \x01(\v2%.steward.v1.ScheduleCredentialRevokedH\x00R\x19scheduleCredentialRevoked\x12K\n" +
 	"\x11objective_created\x18R \x01(\v2\x1c.steward.v1.ObjectiveCreatedH\x00R\x10objectiveCreated\x12H\n" +
 	"\x10objective_closed\x18S \x01(\v2\x1b.steward.v1.ObjectiveClosedH\x00R\x0fobjectiveClosed\x12R\n" +
-	"\x14objective_task_added\x18T \x01(\v2\x1e.steward.v1.ObjectiveTaskAddedH\x00R\x12objectiveTaskAdded\x12\x12\n" +
+	"\x14objective_task_added\x18T \x01(\v2\x1e.steward.v1.ObjectiveTaskAddedH\x00R\x12objectiveTaskAdded\x12E\n" +
+	"\x0frollout_started\x18f \x01(\v2\x1a.steward.v1.RolloutStartedH\x00R\x0erolloutStarted\x12E\n" +
+	"\x0frollout_widened\x18g \x01(\v2\x1a.steward.v1.RolloutWidenedH\x00R\x0erolloutWidened\x12O\n" +
+	"\x13rollout_rolled_back\x18h \x01(\v2\x1d.steward.v1.RolloutRolledBackH\x00R\x11rolloutRolledBack\x12K\n" +
+	"\x11rollout_completed\x18i \x01(\v2\x1c.steward.v1.RolloutCompletedH\x00R\x10rolloutCompleted\x12L\n" +
+	"\x12rollout_task_ended\x18j \x01(\v2\x1c.steward.v1.RolloutTaskEndedH\x00R\x10rolloutTaskEnded\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x14\n" +
-	"\x05plane\x18\x02 \x01(\tR\x05plane\"\xe2\x01\n" +
+	"\x05plane\x18\x02 \x01(\tR\x05plane\"\xb2\x02\n" +
 	"\vTaskCreated\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\x12\x16\n" +
 	"\x06tenant\x18\x03 \x01(\tR\x06tenant\x12*\n" +
 	"\x04fork\x18\x04 \x01(\v2\x16.steward.v1.ForkOriginR\x04fork\x12:\n" +
-	"\fschedule_run\x18\x05 \x01(\v2\x17.steward.v1.ScheduleRunR\vscheduleRun\"\r\n" +
+	"\fschedule_run\x18\x05 \x01(\v2\x17.steward.v1.ScheduleRunR\vscheduleRun\x12N\n" +
+	"\x13rollout_assignments\x18\x06 \x03(\v2\x1d.steward.v1.RolloutAssignmentR\x12rolloutAssignments\"\r\n" +
 	"\vTaskStarted\"$\n" +
 	"\n" +
 	"TaskPaused\x12\x16\n" +
@@ -6073,46 +6169,52 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*ContractRevisionProposed)(nil),  // 70: steward.v1.ContractRevisionProposed
 	(*ContractRevisionEvaluated)(nil), // 71: steward.v1.ContractRevisionEvaluated
 	(*ContractRevisionDecided)(nil),   // 72: steward.v1.ContractRevisionDecided
-	(*TaskContract)(nil),              // 73: steward.v1.TaskContract
-	(*ForkOrigin)(nil),                // 74: steward.v1.ForkOrigin
-	(*ScheduleRun)(nil),               // 75: steward.v1.ScheduleRun
-	(TaskStatus)(0),                   // 76: steward.v1.TaskStatus
-	(NeedsInputCause)(0),              // 77: steward.v1.NeedsInputCause
-	(*Finding)(nil),                   // 78: steward.v1.Finding
-	(*Plan)(nil),                      // 79: steward.v1.Plan
-	(*PlanRevision)(nil),              // 80: steward.v1.PlanRevision
-	(*SealedSecret)(nil),              // 81: steward.v1.SealedSecret
-	(*PolicySnapshot)(nil),            // 82: steward.v1.PolicySnapshot
-	(*SignedEvent)(nil),               // 83: steward.v1.SignedEvent
-	(StepStatus)(0),                   // 84: steward.v1.StepStatus
-	(*structpb.Value)(nil),            // 85: google.protobuf.Value
-	(SuspendCause)(0),                 // 86: steward.v1.SuspendCause
-	(*Action)(nil),                    // 87: steward.v1.Action
-	(*Approval)(nil),                  // 88: steward.v1.Approval
-	(ApprovalDecision)(0),             // 89: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil),    // 90: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),              // 91: steward.v1.ActionPermit
-	(*SignedPermit)(nil),              // 92: steward.v1.SignedPermit
-	(*Outcome)(nil),                   // 93: steward.v1.Outcome
-	(WaitKind)(0),                     // 94: steward.v1.WaitKind
-	(SettleState)(0),                  // 95: steward.v1.SettleState
-	(RevalidationReason)(0),           // 96: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),       // 97: google.protobuf.Duration
-	(*ToolContract)(nil),              // 98: steward.v1.ToolContract
-	(*SignedCredential)(nil),          // 99: steward.v1.SignedCredential
-	(*Artifact)(nil),                  // 100: steward.v1.Artifact
-	(*CriterionResult)(nil),           // 101: steward.v1.CriterionResult
-	(*ExecutionReport)(nil),           // 102: steward.v1.ExecutionReport
-	(*Decision)(nil),                  // 103: steward.v1.Decision
-	(*ContextItem)(nil),               // 104: steward.v1.ContextItem
-	(*ScheduleSpec)(nil),              // 105: steward.v1.ScheduleSpec
-	(*ScheduleTemplate)(nil),          // 106: steward.v1.ScheduleTemplate
-	(*Overlap)(nil),                   // 107: steward.v1.Overlap
-	(*CatchUp)(nil),                   // 108: steward.v1.CatchUp
-	(*ScheduleFiring)(nil),            // 109: steward.v1.ScheduleFiring
-	(*ScheduleRunEnd)(nil),            // 110: steward.v1.ScheduleRunEnd
-	(*Objective)(nil),                 // 111: steward.v1.Objective
-	(ObjectiveStatus)(0),              // 112: steward.v1.ObjectiveStatus
+	(*RolloutStarted)(nil),            // 73: steward.v1.RolloutStarted
+	(*RolloutWidened)(nil),            // 74: steward.v1.RolloutWidened
+	(*RolloutRolledBack)(nil),         // 75: steward.v1.RolloutRolledBack
+	(*RolloutCompleted)(nil),          // 76: steward.v1.RolloutCompleted
+	(*RolloutTaskEnded)(nil),          // 77: steward.v1.RolloutTaskEnded
+	(*TaskContract)(nil),              // 78: steward.v1.TaskContract
+	(*ForkOrigin)(nil),                // 79: steward.v1.ForkOrigin
+	(*ScheduleRun)(nil),               // 80: steward.v1.ScheduleRun
+	(*RolloutAssignment)(nil),         // 81: steward.v1.RolloutAssignment
+	(TaskStatus)(0),                   // 82: steward.v1.TaskStatus
+	(NeedsInputCause)(0),              // 83: steward.v1.NeedsInputCause
+	(*Finding)(nil),                   // 84: steward.v1.Finding
+	(*Plan)(nil),                      // 85: steward.v1.Plan
+	(*PlanRevision)(nil),              // 86: steward.v1.PlanRevision
+	(*SealedSecret)(nil),              // 87: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),            // 88: steward.v1.PolicySnapshot
+	(*SignedEvent)(nil),               // 89: steward.v1.SignedEvent
+	(StepStatus)(0),                   // 90: steward.v1.StepStatus
+	(*structpb.Value)(nil),            // 91: google.protobuf.Value
+	(SuspendCause)(0),                 // 92: steward.v1.SuspendCause
+	(*Action)(nil),                    // 93: steward.v1.Action
+	(*Approval)(nil),                  // 94: steward.v1.Approval
+	(ApprovalDecision)(0),             // 95: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil),    // 96: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),              // 97: steward.v1.ActionPermit
+	(*SignedPermit)(nil),              // 98: steward.v1.SignedPermit
+	(*Outcome)(nil),                   // 99: steward.v1.Outcome
+	(WaitKind)(0),                     // 100: steward.v1.WaitKind
+	(SettleState)(0),                  // 101: steward.v1.SettleState
+	(RevalidationReason)(0),           // 102: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),       // 103: google.protobuf.Duration
+	(*ToolContract)(nil),              // 104: steward.v1.ToolContract
+	(*SignedCredential)(nil),          // 105: steward.v1.SignedCredential
+	(*Artifact)(nil),                  // 106: steward.v1.Artifact
+	(*CriterionResult)(nil),           // 107: steward.v1.CriterionResult
+	(*ExecutionReport)(nil),           // 108: steward.v1.ExecutionReport
+	(*Decision)(nil),                  // 109: steward.v1.Decision
+	(*ContextItem)(nil),               // 110: steward.v1.ContextItem
+	(*ScheduleSpec)(nil),              // 111: steward.v1.ScheduleSpec
+	(*ScheduleTemplate)(nil),          // 112: steward.v1.ScheduleTemplate
+	(*Overlap)(nil),                   // 113: steward.v1.Overlap
+	(*CatchUp)(nil),                   // 114: steward.v1.CatchUp
+	(*ScheduleFiring)(nil),            // 115: steward.v1.ScheduleFiring
+	(*ScheduleRunEnd)(nil),            // 116: steward.v1.ScheduleRunEnd
+	(*Objective)(nil),                 // 117: steward.v1.Objective
+	(ObjectiveStatus)(0),              // 118: steward.v1.ObjectiveStatus
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
 	69,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
@@ -6185,72 +6287,78 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	66,  // 67: steward.v1.Event.objective_created:type_name -> steward.v1.ObjectiveCreated
 	67,  // 68: steward.v1.Event.objective_closed:type_name -> steward.v1.ObjectiveClosed
 	68,  // 69: steward.v1.Event.objective_task_added:type_name -> steward.v1.ObjectiveTaskAdded
-	73,  // 70: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	74,  // 71: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
-	75,  // 72: steward.v1.TaskCreated.schedule_run:type_name -> steward.v1.ScheduleRun
-	76,  // 73: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	77,  // 74: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	69,  // 75: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	69,  // 76: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	78,  // 77: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	79,  // 78: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	80,  // 79: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	81,  // 80: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
-	82,  // 81: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	83,  // 82: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
-	69,  // 83: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	84,  // 84: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	85,  // 85: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	86,  // 86: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	69,  // 87: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	87,  // 88: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	82,  // 89: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	83,  // 90: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
-	88,  // 91: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	83,  // 92: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
-	89,  // 93: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	90,  // 94: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	91,  // 95: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	82,  // 96: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	92,  // 97: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	93,  // 98: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	94,  // 99: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	69,  // 100: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	95,  // 101: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	96,  // 102: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	97,  // 103: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	97,  // 104: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
-	0,   // 105: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,   // 106: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	69,  // 107: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	98,  // 108: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,   // 109: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	99,  // 110: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	99,  // 111: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	100, // 112: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	101, // 113: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	102, // 114: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
-	103, // 115: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	97,  // 116: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
-	97,  // 117: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
-	97,  // 118: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
-	97,  // 119: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
-	104, // 120: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	105, // 121: steward.v1.ScheduleCreated.spec:type_name -> steward.v1.ScheduleSpec
-	106, // 122: steward.v1.ScheduleCreated.template:type_name -> steward.v1.ScheduleTemplate
-	107, // 123: steward.v1.ScheduleCreated.overlap:type_name -> steward.v1.Overlap
-	108, // 124: steward.v1.ScheduleCreated.catch_up:type_name -> steward.v1.CatchUp
-	109, // 125: steward.v1.ScheduleFired.firing:type_name -> steward.v1.ScheduleFiring
-	69,  // 126: steward.v1.ScheduleRunStarted.firing_time:type_name -> google.protobuf.Timestamp
-	110, // 127: steward.v1.ScheduleRunEnded.end:type_name -> steward.v1.ScheduleRunEnd
-	99,  // 128: steward.v1.ScheduleCredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	111, // 129: steward.v1.ObjectiveCreated.objective:type_name -> steward.v1.Objective
-	112, // 130: steward.v1.ObjectiveClosed.status:type_name -> steward.v1.ObjectiveStatus
-	131, // [131:131] is the sub-list for method output_type
-	131, // [131:131] is the sub-list for method input_type
-	131, // [131:131] is the sub-list for extension type_name
-	131, // [131:131] is the sub-list for extension extendee
-	0,   // [0:131] is the sub-list for field type_name
+	73,  // 70: steward.v1.Event.rollout_started:type_name -> steward.v1.RolloutStarted
+	74,  // 71: steward.v1.Event.rollout_widened:type_name -> steward.v1.RolloutWidened
+	75,  // 72: steward.v1.Event.rollout_rolled_back:type_name -> steward.v1.RolloutRolledBack
+	76,  // 73: steward.v1.Event.rollout_completed:type_name -> steward.v1.RolloutCompleted
+	77,  // 74: steward.v1.Event.rollout_task_ended:type_name -> steward.v1.RolloutTaskEnded
+	78,  // 75: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	79,  // 76: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
+	80,  // 77: steward.v1.TaskCreated.schedule_run:type_name -> steward.v1.ScheduleRun
+	81,  // 78: steward.v1.TaskCreated.rollout_assignments:type_name -> steward.v1.RolloutAssignment
+	82,  // 79: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	83,  // 80: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	69,  // 81: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	69,  // 82: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	84,  // 83: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	85,  // 84: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	86,  // 85: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	87,  // 86: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	88,  // 87: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	89,  // 88: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
+	69,  // 89: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	90,  // 90: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	91,  // 91: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	92,  // 92: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	69,  // 93: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	93,  // 94: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	88,  // 95: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	89,  // 96: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
+	94,  // 97: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	89,  // 98: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
+	95,  // 99: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	96,  // 100: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	97,  // 101: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	88,  // 102: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	98,  // 103: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	99,  // 104: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	100, // 105: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	69,  // 106: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	101, // 107: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	102, // 108: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	103, // 109: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	103, // 110: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
+	0,   // 111: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,   // 112: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	69,  // 113: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	104, // 114: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,   // 115: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	105, // 116: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	105, // 117: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	106, // 118: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	107, // 119: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	108, // 120: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
+	109, // 121: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	103, // 122: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
+	103, // 123: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
+	103, // 124: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
+	103, // 125: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
+	110, // 126: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	111, // 127: steward.v1.ScheduleCreated.spec:type_name -> steward.v1.ScheduleSpec
+	112, // 128: steward.v1.ScheduleCreated.template:type_name -> steward.v1.ScheduleTemplate
+	113, // 129: steward.v1.ScheduleCreated.overlap:type_name -> steward.v1.Overlap
+	114, // 130: steward.v1.ScheduleCreated.catch_up:type_name -> steward.v1.CatchUp
+	115, // 131: steward.v1.ScheduleFired.firing:type_name -> steward.v1.ScheduleFiring
+	69,  // 132: steward.v1.ScheduleRunStarted.firing_time:type_name -> google.protobuf.Timestamp
+	116, // 133: steward.v1.ScheduleRunEnded.end:type_name -> steward.v1.ScheduleRunEnd
+	105, // 134: steward.v1.ScheduleCredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	117, // 135: steward.v1.ObjectiveCreated.objective:type_name -> steward.v1.Objective
+	118, // 136: steward.v1.ObjectiveClosed.status:type_name -> steward.v1.ObjectiveStatus
+	137, // [137:137] is the sub-list for method output_type
+	137, // [137:137] is the sub-list for method input_type
+	137, // [137:137] is the sub-list for extension type_name
+	137, // [137:137] is the sub-list for extension extendee
+	0,   // [0:137] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -6263,6 +6371,7 @@ func file_steward_v1_event_proto_init() {
 	file_steward_v1_contract_proto_init()
 	file_steward_v1_credential_proto_init()
 	file_steward_v1_decision_proto_init()
+	file_steward_v1_rollout_proto_init()
 	file_steward_v1_execution_report_proto_init()
 	file_steward_v1_objective_proto_init()
 	file_steward_v1_plan_proto_init()
@@ -6339,6 +6448,11 @@ func file_steward_v1_event_proto_init() {
 		(*Event_ObjectiveCreated)(nil),
 		(*Event_ObjectiveClosed)(nil),
 		(*Event_ObjectiveTaskAdded)(nil),
+		(*Event_RolloutStarted)(nil),
+		(*Event_RolloutWidened)(nil),
+		(*Event_RolloutRolledBack)(nil),
+		(*Event_RolloutCompleted)(nil),
+		(*Event_RolloutTaskEnded)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

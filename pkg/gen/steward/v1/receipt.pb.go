@@ -281,6 +281,8 @@ type Receipt struct {
 	// when it gave none.
 	AgentReport      *ExecutionReport `protobuf:"bytes,92,opt,name=agent_report,json=agentReport,proto3" json:"agent_report,omitempty"`
 	AgentReportRound uint32           `protobuf:"varint,93,opt,name=agent_report_round,json=agentReportRound,proto3" json:"agent_report_round,omitempty"`
+	// The versions rollouts assigned the task (docs/rollouts.md).
+	RolloutAssignments []*RolloutAssignment `protobuf:"bytes,97,rep,name=rollout_assignments,json=rolloutAssignments,proto3" json:"rollout_assignments,omitempty"`
 	// Every version of the task's contract that was in force, in order
 	// (docs/revisions.md); empty for a contract never revised: number, hash, reason, who proposed and approved
 	// it, when it took effect and what it changed. Each call names the
@@ -580,6 +582,13 @@ func (x *Receipt) GetAgentReportRound() uint32 {
 		return x.AgentReportRound
 	}
 	return 0
+}
+
+func (x *Receipt) GetRolloutAssignments() []*RolloutAssignment {
+	if x != nil {
+		return x.RolloutAssignments
+	}
+	return nil
 }
 
 func (x *Receipt) GetContractVersions() []*ContractVersion {
@@ -2036,7 +2045,7 @@ var File_steward_v1_receipt_proto protoreflect.FileDescriptor
 const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\n" +
 	"\x18steward/v1/receipt.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc0\x0f\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x18steward/v1/rollout.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x90\x10\n" +
 	"\aReceipt\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -2082,7 +2091,8 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\bwarnings\x18Z \x03(\v2\x1a.steward.v1.ReceiptWarningR\bwarnings\x12:\n" +
 	"\tbreakdown\x18[ \x01(\v2\x1c.steward.v1.ReceiptBreakdownR\tbreakdown\x12>\n" +
 	"\fagent_report\x18\\ \x01(\v2\x1b.steward.v1.ExecutionReportR\vagentReport\x12,\n" +
-	"\x12agent_report_round\x18] \x01(\rR\x10agentReportRound\x12H\n" +
+	"\x12agent_report_round\x18] \x01(\rR\x10agentReportRound\x12N\n" +
+	"\x13rollout_assignments\x18a \x03(\v2\x1d.steward.v1.RolloutAssignmentR\x12rolloutAssignments\x12H\n" +
 	"\x11contract_versions\x18P \x03(\v2\x1b.steward.v1.ContractVersionR\x10contractVersions\x12K\n" +
 	"\x12contract_revisions\x18Q \x03(\v2\x1c.steward.v1.ContractRevisionR\x11contractRevisions\"n\n" +
 	"\x0eReceiptWarning\x122\n" +
@@ -2317,17 +2327,18 @@ var file_steward_v1_receipt_proto_goTypes = []any{
 	(*ContextItem)(nil),           // 24: steward.v1.ContextItem
 	(*ForkOrigin)(nil),            // 25: steward.v1.ForkOrigin
 	(*ExecutionReport)(nil),       // 26: steward.v1.ExecutionReport
-	(*ContractVersion)(nil),       // 27: steward.v1.ContractVersion
-	(*ContractRevision)(nil),      // 28: steward.v1.ContractRevision
-	(*PlanStepState)(nil),         // 29: steward.v1.PlanStepState
-	(PlanGovernance)(0),           // 30: steward.v1.PlanGovernance
-	(*PlanRevision)(nil),          // 31: steward.v1.PlanRevision
-	(NeedsInputCause)(0),          // 32: steward.v1.NeedsInputCause
-	(EffectClass)(0),              // 33: steward.v1.EffectClass
-	(ActionStatus)(0),             // 34: steward.v1.ActionStatus
-	(FailureClass)(0),             // 35: steward.v1.FailureClass
-	(PolicyDecision)(0),           // 36: steward.v1.PolicyDecision
-	(ApprovalDecision)(0),         // 37: steward.v1.ApprovalDecision
+	(*RolloutAssignment)(nil),     // 27: steward.v1.RolloutAssignment
+	(*ContractVersion)(nil),       // 28: steward.v1.ContractVersion
+	(*ContractRevision)(nil),      // 29: steward.v1.ContractRevision
+	(*PlanStepState)(nil),         // 30: steward.v1.PlanStepState
+	(PlanGovernance)(0),           // 31: steward.v1.PlanGovernance
+	(*PlanRevision)(nil),          // 32: steward.v1.PlanRevision
+	(NeedsInputCause)(0),          // 33: steward.v1.NeedsInputCause
+	(EffectClass)(0),              // 34: steward.v1.EffectClass
+	(ActionStatus)(0),             // 35: steward.v1.ActionStatus
+	(FailureClass)(0),             // 36: steward.v1.FailureClass
+	(PolicyDecision)(0),           // 37: steward.v1.PolicyDecision
+	(ApprovalDecision)(0),         // 38: steward.v1.ApprovalDecision
 }
 var file_steward_v1_receipt_proto_depIdxs = []int32{
 	16, // 0: steward.v1.Receipt.status:type_name -> steward.v1.TaskStatus
@@ -2354,45 +2365,46 @@ var file_steward_v1_receipt_proto_depIdxs = []int32{
 	3,  // 21: steward.v1.Receipt.warnings:type_name -> steward.v1.ReceiptWarning
 	4,  // 22: steward.v1.Receipt.breakdown:type_name -> steward.v1.ReceiptBreakdown
 	26, // 23: steward.v1.Receipt.agent_report:type_name -> steward.v1.ExecutionReport
-	27, // 24: steward.v1.Receipt.contract_versions:type_name -> steward.v1.ContractVersion
-	28, // 25: steward.v1.Receipt.contract_revisions:type_name -> steward.v1.ContractRevision
-	0,  // 26: steward.v1.ReceiptWarning.kind:type_name -> steward.v1.ReceiptWarningKind
-	5,  // 27: steward.v1.ReceiptBreakdown.milestones:type_name -> steward.v1.ReceiptCostRow
-	5,  // 28: steward.v1.ReceiptBreakdown.steps:type_name -> steward.v1.ReceiptCostRow
-	5,  // 29: steward.v1.ReceiptBreakdown.most_failed_milestone:type_name -> steward.v1.ReceiptCostRow
-	5,  // 30: steward.v1.ReceiptBreakdown.most_failed_step:type_name -> steward.v1.ReceiptCostRow
-	1,  // 31: steward.v1.ReceiptCostRow.kind:type_name -> steward.v1.ReceiptCostRowKind
-	18, // 32: steward.v1.ReceiptCostRow.started_at:type_name -> google.protobuf.Timestamp
-	18, // 33: steward.v1.ReceiptCostRow.ended_at:type_name -> google.protobuf.Timestamp
-	19, // 34: steward.v1.ReceiptCostRow.elapsed:type_name -> google.protobuf.Duration
-	8,  // 35: steward.v1.ReceiptPlan.versions:type_name -> steward.v1.ReceiptPlanVersion
-	29, // 36: steward.v1.ReceiptPlan.steps:type_name -> steward.v1.PlanStepState
-	29, // 37: steward.v1.ReceiptPlan.retired:type_name -> steward.v1.PlanStepState
-	18, // 38: steward.v1.ReceiptPlanVersion.submitted_at:type_name -> google.protobuf.Timestamp
-	30, // 39: steward.v1.ReceiptPlanVersion.governance:type_name -> steward.v1.PlanGovernance
-	31, // 40: steward.v1.ReceiptPlanVersion.revision:type_name -> steward.v1.PlanRevision
-	32, // 41: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
-	18, // 42: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
-	18, // 43: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
-	18, // 44: steward.v1.ReceiptQuestion.reminded_at:type_name -> google.protobuf.Timestamp
-	18, // 45: steward.v1.ReceiptQuestion.escalated_at:type_name -> google.protobuf.Timestamp
-	18, // 46: steward.v1.ReceiptQuestion.suspended_at:type_name -> google.protobuf.Timestamp
-	33, // 47: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
-	34, // 48: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
-	35, // 49: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
-	36, // 50: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
-	18, // 51: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
-	18, // 52: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
-	37, // 53: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
-	18, // 54: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
-	18, // 55: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
-	18, // 56: steward.v1.ReceiptApproval.escalated_at:type_name -> google.protobuf.Timestamp
-	18, // 57: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
-	58, // [58:58] is the sub-list for method output_type
-	58, // [58:58] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	27, // 24: steward.v1.Receipt.rollout_assignments:type_name -> steward.v1.RolloutAssignment
+	28, // 25: steward.v1.Receipt.contract_versions:type_name -> steward.v1.ContractVersion
+	29, // 26: steward.v1.Receipt.contract_revisions:type_name -> steward.v1.ContractRevision
+	0,  // 27: steward.v1.ReceiptWarning.kind:type_name -> steward.v1.ReceiptWarningKind
+	5,  // 28: steward.v1.ReceiptBreakdown.milestones:type_name -> steward.v1.ReceiptCostRow
+	5,  // 29: steward.v1.ReceiptBreakdown.steps:type_name -> steward.v1.ReceiptCostRow
+	5,  // 30: steward.v1.ReceiptBreakdown.most_failed_milestone:type_name -> steward.v1.ReceiptCostRow
+	5,  // 31: steward.v1.ReceiptBreakdown.most_failed_step:type_name -> steward.v1.ReceiptCostRow
+	1,  // 32: steward.v1.ReceiptCostRow.kind:type_name -> steward.v1.ReceiptCostRowKind
+	18, // 33: steward.v1.ReceiptCostRow.started_at:type_name -> google.protobuf.Timestamp
+	18, // 34: steward.v1.ReceiptCostRow.ended_at:type_name -> google.protobuf.Timestamp
+	19, // 35: steward.v1.ReceiptCostRow.elapsed:type_name -> google.protobuf.Duration
+	8,  // 36: steward.v1.ReceiptPlan.versions:type_name -> steward.v1.ReceiptPlanVersion
+	30, // 37: steward.v1.ReceiptPlan.steps:type_name -> steward.v1.PlanStepState
+	30, // 38: steward.v1.ReceiptPlan.retired:type_name -> steward.v1.PlanStepState
+	18, // 39: steward.v1.ReceiptPlanVersion.submitted_at:type_name -> google.protobuf.Timestamp
+	31, // 40: steward.v1.ReceiptPlanVersion.governance:type_name -> steward.v1.PlanGovernance
+	32, // 41: steward.v1.ReceiptPlanVersion.revision:type_name -> steward.v1.PlanRevision
+	33, // 42: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
+	18, // 43: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
+	18, // 44: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
+	18, // 45: steward.v1.ReceiptQuestion.reminded_at:type_name -> google.protobuf.Timestamp
+	18, // 46: steward.v1.ReceiptQuestion.escalated_at:type_name -> google.protobuf.Timestamp
+	18, // 47: steward.v1.ReceiptQuestion.suspended_at:type_name -> google.protobuf.Timestamp
+	34, // 48: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
+	35, // 49: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
+	36, // 50: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
+	37, // 51: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
+	18, // 52: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
+	18, // 53: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
+	38, // 54: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
+	18, // 55: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
+	18, // 56: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
+	18, // 57: steward.v1.ReceiptApproval.escalated_at:type_name -> google.protobuf.Timestamp
+	18, // 58: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
+	59, // [59:59] is the sub-list for method output_type
+	59, // [59:59] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_receipt_proto_init() }
@@ -2407,6 +2419,7 @@ func file_steward_v1_receipt_proto_init() {
 	file_steward_v1_execution_report_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_revision_proto_init()
+	file_steward_v1_rollout_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
 	type x struct{}

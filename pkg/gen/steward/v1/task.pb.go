@@ -777,9 +777,12 @@ type Task struct {
 	ContractRevisions []*ContractRevision `protobuf:"bytes,83,rep,name=contract_revisions,json=contractRevisions,proto3" json:"contract_revisions,omitempty"`
 	// Set on a schedule's run: its schedule, its firing and the previous
 	// run, whose result it may read (docs/schedules.md).
-	ScheduleRun   *ScheduleRun `protobuf:"bytes,70,opt,name=schedule_run,json=scheduleRun,proto3" json:"schedule_run,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ScheduleRun *ScheduleRun `protobuf:"bytes,70,opt,name=schedule_run,json=scheduleRun,proto3" json:"schedule_run,omitempty"`
+	// The versions rollouts assigned the task at its creation
+	// (TaskCreated.rollout_assignments; docs/rollouts.md).
+	RolloutAssignments []*RolloutAssignment `protobuf:"bytes,87,rep,name=rollout_assignments,json=rolloutAssignments,proto3" json:"rollout_assignments,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -1102,6 +1105,13 @@ func (x *Task) GetContractRevisions() []*ContractRevision {
 func (x *Task) GetScheduleRun() *ScheduleRun {
 	if x != nil {
 		return x.ScheduleRun
+	}
+	return nil
+}
+
+func (x *Task) GetRolloutAssignments() []*RolloutAssignment {
+	if x != nil {
+		return x.RolloutAssignments
 	}
 	return nil
 }
@@ -1493,7 +1503,7 @@ var File_steward_v1_task_proto protoreflect.FileDescriptor
 const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"\x15steward/v1/task.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x19steward/v1/schedule.proto\"\xe2\x03\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x18steward/v1/rollout.proto\x1a\x19steward/v1/schedule.proto\"\xe2\x03\n" +
 	"\fInputRequest\x121\n" +
 	"\x05cause\x18\x01 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
 	"\bquestion\x18\x02 \x01(\tR\bquestion\x12\x18\n" +
@@ -1523,7 +1533,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xd6\x10\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xa6\x11\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\x06status\x12#\n" +
@@ -1582,7 +1592,8 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\rcontract_hash\x18Q \x01(\tR\fcontractHash\x12H\n" +
 	"\x11contract_versions\x18R \x03(\v2\x1b.steward.v1.ContractVersionR\x10contractVersions\x12K\n" +
 	"\x12contract_revisions\x18S \x03(\v2\x1c.steward.v1.ContractRevisionR\x11contractRevisions\x12:\n" +
-	"\fschedule_run\x18F \x01(\v2\x17.steward.v1.ScheduleRunR\vscheduleRun\"\x8f\x04\n" +
+	"\fschedule_run\x18F \x01(\v2\x17.steward.v1.ScheduleRunR\vscheduleRun\x12N\n" +
+	"\x13rollout_assignments\x18W \x03(\v2\x1d.steward.v1.RolloutAssignmentR\x12rolloutAssignments\"\x8f\x04\n" +
 	"\x0eMilestoneState\x12!\n" +
 	"\fmilestone_id\x18\x01 \x01(\tR\vmilestoneId\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x123\n" +
@@ -1712,6 +1723,7 @@ var file_steward_v1_task_proto_goTypes = []any{
 	(*ContractVersion)(nil),       // 22: steward.v1.ContractVersion
 	(*ContractRevision)(nil),      // 23: steward.v1.ContractRevision
 	(*ScheduleRun)(nil),           // 24: steward.v1.ScheduleRun
+	(*RolloutAssignment)(nil),     // 25: steward.v1.RolloutAssignment
 }
 var file_steward_v1_task_proto_depIdxs = []int32{
 	2,  // 0: steward.v1.InputRequest.cause:type_name -> steward.v1.NeedsInputCause
@@ -1747,15 +1759,16 @@ var file_steward_v1_task_proto_depIdxs = []int32{
 	22, // 30: steward.v1.Task.contract_versions:type_name -> steward.v1.ContractVersion
 	23, // 31: steward.v1.Task.contract_revisions:type_name -> steward.v1.ContractRevision
 	24, // 32: steward.v1.Task.schedule_run:type_name -> steward.v1.ScheduleRun
-	4,  // 33: steward.v1.MilestoneState.status:type_name -> steward.v1.MilestoneStatus
-	13, // 34: steward.v1.MilestoneState.progressed_at:type_name -> google.protobuf.Timestamp
-	8,  // 35: steward.v1.ForkOrigin.state:type_name -> steward.v1.Task
-	12, // 36: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
-	37, // [37:37] is the sub-list for method output_type
-	37, // [37:37] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	25, // 33: steward.v1.Task.rollout_assignments:type_name -> steward.v1.RolloutAssignment
+	4,  // 34: steward.v1.MilestoneState.status:type_name -> steward.v1.MilestoneStatus
+	13, // 35: steward.v1.MilestoneState.progressed_at:type_name -> google.protobuf.Timestamp
+	8,  // 36: steward.v1.ForkOrigin.state:type_name -> steward.v1.Task
+	12, // 37: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
+	38, // [38:38] is the sub-list for method output_type
+	38, // [38:38] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_proto_init() }
@@ -1770,6 +1783,7 @@ func file_steward_v1_task_proto_init() {
 	file_steward_v1_decision_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_revision_proto_init()
+	file_steward_v1_rollout_proto_init()
 	file_steward_v1_schedule_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{

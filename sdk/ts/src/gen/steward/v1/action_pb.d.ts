@@ -989,6 +989,14 @@ export declare type Action = Message<"steward.v1.Action"> & {
    * @generated from field: uint32 contract_version = 80;
    */
   contractVersion: number;
+
+  /**
+   * The rollout whose state or assignment chose the tool version
+   * (docs/rollouts.md); empty when none did.
+   *
+   * @generated from field: string rollout_id = 83;
+   */
+  rolloutId: string;
 };
 
 /**

@@ -6,6 +6,7 @@ import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2"
 import type { Message } from "@bufbuild/protobuf";
 import type { Duration, Timestamp, Value } from "@bufbuild/protobuf/wkt";
 import type { ContractRevisionDecided, ContractRevisionEvaluated, ContractRevisionProposed } from "./revision_pb.js";
+import type { RolloutAssignment, RolloutCompleted, RolloutRolledBack, RolloutStarted, RolloutTaskEnded, RolloutWidened } from "./rollout_pb.js";
 import type { TaskContract } from "./contract_pb.js";
 import type { Finding, ForkOrigin, NeedsInputCause, SuspendCause, TaskStatus } from "./task_pb.js";
 import type { CatchUp, Overlap, ScheduleFiring, ScheduleRun, ScheduleRunEnd, ScheduleSpec, ScheduleTemplate } from "./schedule_pb.js";
@@ -499,6 +500,36 @@ export declare type Event = Message<"steward.v1.Event"> & {
      */
     value: ObjectiveTaskAdded;
     case: "objectiveTaskAdded";
+  } | {
+    /**
+     * @generated from field: steward.v1.RolloutStarted rollout_started = 102;
+     */
+    value: RolloutStarted;
+    case: "rolloutStarted";
+  } | {
+    /**
+     * @generated from field: steward.v1.RolloutWidened rollout_widened = 103;
+     */
+    value: RolloutWidened;
+    case: "rolloutWidened";
+  } | {
+    /**
+     * @generated from field: steward.v1.RolloutRolledBack rollout_rolled_back = 104;
+     */
+    value: RolloutRolledBack;
+    case: "rolloutRolledBack";
+  } | {
+    /**
+     * @generated from field: steward.v1.RolloutCompleted rollout_completed = 105;
+     */
+    value: RolloutCompleted;
+    case: "rolloutCompleted";
+  } | {
+    /**
+     * @generated from field: steward.v1.RolloutTaskEnded rollout_task_ended = 106;
+     */
+    value: RolloutTaskEnded;
+    case: "rolloutTaskEnded";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -578,6 +609,14 @@ export declare type TaskCreated = Message<"steward.v1.TaskCreated"> & {
    * @generated from field: steward.v1.ScheduleRun schedule_run = 5;
    */
   scheduleRun?: ScheduleRun | undefined;
+
+  /**
+   * The versions rollouts RAMPING at the creation assigned the task
+   * (docs/rollouts.md), one per rollout of a tool the contract allows.
+   *
+   * @generated from field: repeated steward.v1.RolloutAssignment rollout_assignments = 6;
+   */
+  rolloutAssignments: RolloutAssignment[];
 };
 
 /**

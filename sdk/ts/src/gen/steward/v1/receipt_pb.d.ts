@@ -10,6 +10,7 @@ import type { AcceptanceRound } from "./acceptance_pb.js";
 import type { ContextRef } from "./contract_pb.js";
 import type { ContextItem, Decision } from "./decision_pb.js";
 import type { ExecutionReport } from "./execution_report_pb.js";
+import type { RolloutAssignment } from "./rollout_pb.js";
 import type { ContractRevision, ContractVersion } from "./revision_pb.js";
 import type { PlanGovernance, PlanRevision, PlanStepState } from "./plan_pb.js";
 import type { EffectClass } from "./tool_pb.js";
@@ -273,6 +274,13 @@ export declare type Receipt = Message<"steward.v1.Receipt"> & {
    * @generated from field: uint32 agent_report_round = 93;
    */
   agentReportRound: number;
+
+  /**
+   * The versions rollouts assigned the task (docs/rollouts.md).
+   *
+   * @generated from field: repeated steward.v1.RolloutAssignment rollout_assignments = 97;
+   */
+  rolloutAssignments: RolloutAssignment[];
 
   /**
    * Every version of the task's contract that was in force, in order

@@ -13,6 +13,7 @@ import type { PlanState } from "./plan_pb.js";
 import type { ContextItem, Decision } from "./decision_pb.js";
 import type { ContractRevision, ContractVersion } from "./revision_pb.js";
 import type { ScheduleRun } from "./schedule_pb.js";
+import type { RolloutAssignment } from "./rollout_pb.js";
 
 /**
  * Describes the file steward/v1/task.proto.
@@ -491,6 +492,14 @@ export declare type Task = Message<"steward.v1.Task"> & {
    * @generated from field: steward.v1.ScheduleRun schedule_run = 70;
    */
   scheduleRun?: ScheduleRun | undefined;
+
+  /**
+   * The versions rollouts assigned the task at its creation
+   * (TaskCreated.rollout_assignments; docs/rollouts.md).
+   *
+   * @generated from field: repeated steward.v1.RolloutAssignment rollout_assignments = 87;
+   */
+  rolloutAssignments: RolloutAssignment[];
 };
 
 /**
