@@ -55,6 +55,7 @@ type draft struct {
 // canonicalises the request and derives the action's identities. Errors
 // name the field of a ProposeActionRequest that is wrong.
 func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*draft, error) {
+	fb := redirect(t, &pr) // an engaged fallback's tool stands in (fallback.go)
 	entry, err := p.toolFor(ctx, t, pr.tool, pr.toolVersion)
 	if err != nil {
 		return nil, err
@@ -70,7 +71,7 @@ func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*d
 		var v *action.Violation
 		if errors.As(err, &v) {
 			// The library quotes the value it refuses: never a secret one.
-			return nil, errs.Field("params"+v.Path, "%s", secret.Redact(v.Reason, secretValues(entry, pr.params)))
+			return nil, errs.Field("params"+v.Path, "%s%s", secret.Redact(v.Reason, secretValues(entry, pr.params)), engagedNote(fb))
 		}
 		var e *errs.Error
 		if errors.As(err, &e) { // a limit on the work of checking them
@@ -121,6 +122,8 @@ func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*d
 		PlanStepId:    pr.planStep,
 		MilestoneId:   pr.milestone,
 		DecisionId:    pr.decision,
+		FallbackOf:    fb.GetPrimary(),
+		FallbackId:    fb.GetId(),
 	}}, nil
 }
 

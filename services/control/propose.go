@@ -55,6 +55,9 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 	if err != nil {
 		return nil, false, err
 	}
+	if t, err = (fallbacks{p}).steer(ctx, t, req.Tool); err != nil { // fallback.go
+		return nil, false, err
+	}
 	d, err := p.prepare(ctx, t, proposalOf(req, principal, params, req.ToolVersion))
 	if err != nil {
 		return nil, false, err

@@ -168,6 +168,8 @@ type Event struct {
 	//	*Event_ObjectiveCreated
 	//	*Event_ObjectiveClosed
 	//	*Event_ObjectiveTaskAdded
+	//	*Event_FallbackEngaged
+	//	*Event_FallbackCleared
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -887,6 +889,24 @@ func (x *Event) GetObjectiveTaskAdded() *ObjectiveTaskAdded {
 	return nil
 }
 
+func (x *Event) GetFallbackEngaged() *FallbackEngaged {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_FallbackEngaged); ok {
+			return x.FallbackEngaged
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetFallbackCleared() *FallbackCleared {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_FallbackCleared); ok {
+			return x.FallbackCleared
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -1170,6 +1190,14 @@ type Event_ObjectiveTaskAdded struct {
 	ObjectiveTaskAdded *ObjectiveTaskAdded `protobuf:"bytes,84,opt,name=objective_task_added,json=objectiveTaskAdded,proto3,oneof"`
 }
 
+type Event_FallbackEngaged struct {
+	FallbackEngaged *FallbackEngaged `protobuf:"bytes,86,opt,name=fallback_engaged,json=fallbackEngaged,proto3,oneof"`
+}
+
+type Event_FallbackCleared struct {
+	FallbackCleared *FallbackCleared `protobuf:"bytes,87,opt,name=fallback_cleared,json=fallbackCleared,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -1305,6 +1333,10 @@ func (*Event_ObjectiveCreated) isEvent_Payload() {}
 func (*Event_ObjectiveClosed) isEvent_Payload() {}
 
 func (*Event_ObjectiveTaskAdded) isEvent_Payload() {}
+
+func (*Event_FallbackEngaged) isEvent_Payload() {}
+
+func (*Event_FallbackCleared) isEvent_Payload() {}
 
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
@@ -4244,7 +4276,10 @@ type TaskProduced struct {
 	ReviewRequired bool `protobuf:"varint,4,opt,name=review_required,json=reviewRequired,proto3" json:"review_required,omitempty"`
 	// The agent's account of its work, if it gave one (MarkProduced).
 	// Events recorded before reports existed have none.
-	Report        *ExecutionReport `protobuf:"bytes,90,opt,name=report,proto3" json:"report,omitempty"`
+	Report *ExecutionReport `protobuf:"bytes,90,opt,name=report,proto3" json:"report,omitempty"`
+	// A fallback was engaged when it was produced, or an action or decision
+	// before it ran under one (docs/fallbacks.md).
+	UnderFallback bool `protobuf:"varint,91,opt,name=under_fallback,json=underFallback,proto3" json:"under_fallback,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4312,6 +4347,13 @@ func (x *TaskProduced) GetReport() *ExecutionReport {
 		return x.Report
 	}
 	return nil
+}
+
+func (x *TaskProduced) GetUnderFallback() bool {
+	if x != nil {
+		return x.UnderFallback
+	}
+	return false
 }
 
 // TaskAccepted records the acceptance owner accepting a produced result
@@ -5591,7 +5633,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x1asteward/v1/objective.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x19steward/v1/schedule.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x8c*\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x19steward/v1/fallback.proto\x1a\x1asteward/v1/objective.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x19steward/v1/schedule.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xa0+\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -5672,7 +5714,9 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x1bschedule_credential_revoked\x18_ \x01(\v2%.steward.v1.ScheduleCredentialRevokedH\x00R\x19scheduleCredentialRevoked\x12K\n" +
 	"\x11objective_created\x18R \x01(\v2\x1c.steward.v1.ObjectiveCreatedH\x00R\x10objectiveCreated\x12H\n" +
 	"\x10objective_closed\x18S \x01(\v2\x1b.steward.v1.ObjectiveClosedH\x00R\x0fobjectiveClosed\x12R\n" +
-	"\x14objective_task_added\x18T \x01(\v2\x1e.steward.v1.ObjectiveTaskAddedH\x00R\x12objectiveTaskAdded\x12\x12\n" +
+	"\x14objective_task_added\x18T \x01(\v2\x1e.steward.v1.ObjectiveTaskAddedH\x00R\x12objectiveTaskAdded\x12H\n" +
+	"\x10fallback_engaged\x18V \x01(\v2\x1b.steward.v1.FallbackEngagedH\x00R\x0ffallbackEngaged\x12H\n" +
+	"\x10fallback_cleared\x18W \x01(\v2\x1b.steward.v1.FallbackClearedH\x00R\x0ffallbackCleared\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
@@ -5887,13 +5931,14 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\rcredential_id\x18\x01 \x01(\tR\fcredentialId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"E\n" +
 	"\x11ArtifactSubmitted\x120\n" +
-	"\bartifact\x18\x01 \x01(\v2\x14.steward.v1.ArtifactR\bartifact\"\xd5\x01\n" +
+	"\bartifact\x18\x01 \x01(\v2\x14.steward.v1.ArtifactR\bartifact\"\xfc\x01\n" +
 	"\fTaskProduced\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\rR\x05round\x123\n" +
 	"\x06checks\x18\x02 \x03(\v2\x1b.steward.v1.CriterionResultR\x06checks\x12\x1c\n" +
 	"\tartifacts\x18\x03 \x03(\tR\tartifacts\x12'\n" +
 	"\x0freview_required\x18\x04 \x01(\bR\x0ereviewRequired\x123\n" +
-	"\x06report\x18Z \x01(\v2\x1b.steward.v1.ExecutionReportR\x06report\"<\n" +
+	"\x06report\x18Z \x01(\v2\x1b.steward.v1.ExecutionReportR\x06report\x12%\n" +
+	"\x0eunder_fallback\x18[ \x01(\bR\runderFallback\"<\n" +
 	"\fTaskAccepted\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\rR\x05round\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\">\n" +
@@ -6073,46 +6118,48 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*ContractRevisionProposed)(nil),  // 70: steward.v1.ContractRevisionProposed
 	(*ContractRevisionEvaluated)(nil), // 71: steward.v1.ContractRevisionEvaluated
 	(*ContractRevisionDecided)(nil),   // 72: steward.v1.ContractRevisionDecided
-	(*TaskContract)(nil),              // 73: steward.v1.TaskContract
-	(*ForkOrigin)(nil),                // 74: steward.v1.ForkOrigin
-	(*ScheduleRun)(nil),               // 75: steward.v1.ScheduleRun
-	(TaskStatus)(0),                   // 76: steward.v1.TaskStatus
-	(NeedsInputCause)(0),              // 77: steward.v1.NeedsInputCause
-	(*Finding)(nil),                   // 78: steward.v1.Finding
-	(*Plan)(nil),                      // 79: steward.v1.Plan
-	(*PlanRevision)(nil),              // 80: steward.v1.PlanRevision
-	(*SealedSecret)(nil),              // 81: steward.v1.SealedSecret
-	(*PolicySnapshot)(nil),            // 82: steward.v1.PolicySnapshot
-	(*SignedEvent)(nil),               // 83: steward.v1.SignedEvent
-	(StepStatus)(0),                   // 84: steward.v1.StepStatus
-	(*structpb.Value)(nil),            // 85: google.protobuf.Value
-	(SuspendCause)(0),                 // 86: steward.v1.SuspendCause
-	(*Action)(nil),                    // 87: steward.v1.Action
-	(*Approval)(nil),                  // 88: steward.v1.Approval
-	(ApprovalDecision)(0),             // 89: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil),    // 90: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),              // 91: steward.v1.ActionPermit
-	(*SignedPermit)(nil),              // 92: steward.v1.SignedPermit
-	(*Outcome)(nil),                   // 93: steward.v1.Outcome
-	(WaitKind)(0),                     // 94: steward.v1.WaitKind
-	(SettleState)(0),                  // 95: steward.v1.SettleState
-	(RevalidationReason)(0),           // 96: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),       // 97: google.protobuf.Duration
-	(*ToolContract)(nil),              // 98: steward.v1.ToolContract
-	(*SignedCredential)(nil),          // 99: steward.v1.SignedCredential
-	(*Artifact)(nil),                  // 100: steward.v1.Artifact
-	(*CriterionResult)(nil),           // 101: steward.v1.CriterionResult
-	(*ExecutionReport)(nil),           // 102: steward.v1.ExecutionReport
-	(*Decision)(nil),                  // 103: steward.v1.Decision
-	(*ContextItem)(nil),               // 104: steward.v1.ContextItem
-	(*ScheduleSpec)(nil),              // 105: steward.v1.ScheduleSpec
-	(*ScheduleTemplate)(nil),          // 106: steward.v1.ScheduleTemplate
-	(*Overlap)(nil),                   // 107: steward.v1.Overlap
-	(*CatchUp)(nil),                   // 108: steward.v1.CatchUp
-	(*ScheduleFiring)(nil),            // 109: steward.v1.ScheduleFiring
-	(*ScheduleRunEnd)(nil),            // 110: steward.v1.ScheduleRunEnd
-	(*Objective)(nil),                 // 111: steward.v1.Objective
-	(ObjectiveStatus)(0),              // 112: steward.v1.ObjectiveStatus
+	(*FallbackEngaged)(nil),           // 73: steward.v1.FallbackEngaged
+	(*FallbackCleared)(nil),           // 74: steward.v1.FallbackCleared
+	(*TaskContract)(nil),              // 75: steward.v1.TaskContract
+	(*ForkOrigin)(nil),                // 76: steward.v1.ForkOrigin
+	(*ScheduleRun)(nil),               // 77: steward.v1.ScheduleRun
+	(TaskStatus)(0),                   // 78: steward.v1.TaskStatus
+	(NeedsInputCause)(0),              // 79: steward.v1.NeedsInputCause
+	(*Finding)(nil),                   // 80: steward.v1.Finding
+	(*Plan)(nil),                      // 81: steward.v1.Plan
+	(*PlanRevision)(nil),              // 82: steward.v1.PlanRevision
+	(*SealedSecret)(nil),              // 83: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),            // 84: steward.v1.PolicySnapshot
+	(*SignedEvent)(nil),               // 85: steward.v1.SignedEvent
+	(StepStatus)(0),                   // 86: steward.v1.StepStatus
+	(*structpb.Value)(nil),            // 87: google.protobuf.Value
+	(SuspendCause)(0),                 // 88: steward.v1.SuspendCause
+	(*Action)(nil),                    // 89: steward.v1.Action
+	(*Approval)(nil),                  // 90: steward.v1.Approval
+	(ApprovalDecision)(0),             // 91: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil),    // 92: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),              // 93: steward.v1.ActionPermit
+	(*SignedPermit)(nil),              // 94: steward.v1.SignedPermit
+	(*Outcome)(nil),                   // 95: steward.v1.Outcome
+	(WaitKind)(0),                     // 96: steward.v1.WaitKind
+	(SettleState)(0),                  // 97: steward.v1.SettleState
+	(RevalidationReason)(0),           // 98: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),       // 99: google.protobuf.Duration
+	(*ToolContract)(nil),              // 100: steward.v1.ToolContract
+	(*SignedCredential)(nil),          // 101: steward.v1.SignedCredential
+	(*Artifact)(nil),                  // 102: steward.v1.Artifact
+	(*CriterionResult)(nil),           // 103: steward.v1.CriterionResult
+	(*ExecutionReport)(nil),           // 104: steward.v1.ExecutionReport
+	(*Decision)(nil),                  // 105: steward.v1.Decision
+	(*ContextItem)(nil),               // 106: steward.v1.ContextItem
+	(*ScheduleSpec)(nil),              // 107: steward.v1.ScheduleSpec
+	(*ScheduleTemplate)(nil),          // 108: steward.v1.ScheduleTemplate
+	(*Overlap)(nil),                   // 109: steward.v1.Overlap
+	(*CatchUp)(nil),                   // 110: steward.v1.CatchUp
+	(*ScheduleFiring)(nil),            // 111: steward.v1.ScheduleFiring
+	(*ScheduleRunEnd)(nil),            // 112: steward.v1.ScheduleRunEnd
+	(*Objective)(nil),                 // 113: steward.v1.Objective
+	(ObjectiveStatus)(0),              // 114: steward.v1.ObjectiveStatus
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
 	69,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
@@ -6185,72 +6232,74 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	66,  // 67: steward.v1.Event.objective_created:type_name -> steward.v1.ObjectiveCreated
 	67,  // 68: steward.v1.Event.objective_closed:type_name -> steward.v1.ObjectiveClosed
 	68,  // 69: steward.v1.Event.objective_task_added:type_name -> steward.v1.ObjectiveTaskAdded
-	73,  // 70: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	74,  // 71: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
-	75,  // 72: steward.v1.TaskCreated.schedule_run:type_name -> steward.v1.ScheduleRun
-	76,  // 73: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	77,  // 74: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	69,  // 75: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	69,  // 76: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	78,  // 77: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	79,  // 78: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	80,  // 79: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	81,  // 80: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
-	82,  // 81: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	83,  // 82: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
-	69,  // 83: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	84,  // 84: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	85,  // 85: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	86,  // 86: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	69,  // 87: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	87,  // 88: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	82,  // 89: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	83,  // 90: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
-	88,  // 91: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	83,  // 92: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
-	89,  // 93: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	90,  // 94: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	91,  // 95: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	82,  // 96: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	92,  // 97: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	93,  // 98: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	94,  // 99: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	69,  // 100: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	95,  // 101: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	96,  // 102: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	97,  // 103: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	97,  // 104: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
-	0,   // 105: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,   // 106: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	69,  // 107: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	98,  // 108: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,   // 109: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	99,  // 110: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	99,  // 111: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	100, // 112: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	101, // 113: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	102, // 114: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
-	103, // 115: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	97,  // 116: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
-	97,  // 117: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
-	97,  // 118: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
-	97,  // 119: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
-	104, // 120: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	105, // 121: steward.v1.ScheduleCreated.spec:type_name -> steward.v1.ScheduleSpec
-	106, // 122: steward.v1.ScheduleCreated.template:type_name -> steward.v1.ScheduleTemplate
-	107, // 123: steward.v1.ScheduleCreated.overlap:type_name -> steward.v1.Overlap
-	108, // 124: steward.v1.ScheduleCreated.catch_up:type_name -> steward.v1.CatchUp
-	109, // 125: steward.v1.ScheduleFired.firing:type_name -> steward.v1.ScheduleFiring
-	69,  // 126: steward.v1.ScheduleRunStarted.firing_time:type_name -> google.protobuf.Timestamp
-	110, // 127: steward.v1.ScheduleRunEnded.end:type_name -> steward.v1.ScheduleRunEnd
-	99,  // 128: steward.v1.ScheduleCredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	111, // 129: steward.v1.ObjectiveCreated.objective:type_name -> steward.v1.Objective
-	112, // 130: steward.v1.ObjectiveClosed.status:type_name -> steward.v1.ObjectiveStatus
-	131, // [131:131] is the sub-list for method output_type
-	131, // [131:131] is the sub-list for method input_type
-	131, // [131:131] is the sub-list for extension type_name
-	131, // [131:131] is the sub-list for extension extendee
-	0,   // [0:131] is the sub-list for field type_name
+	73,  // 70: steward.v1.Event.fallback_engaged:type_name -> steward.v1.FallbackEngaged
+	74,  // 71: steward.v1.Event.fallback_cleared:type_name -> steward.v1.FallbackCleared
+	75,  // 72: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	76,  // 73: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
+	77,  // 74: steward.v1.TaskCreated.schedule_run:type_name -> steward.v1.ScheduleRun
+	78,  // 75: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	79,  // 76: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	69,  // 77: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	69,  // 78: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	80,  // 79: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	81,  // 80: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	82,  // 81: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	83,  // 82: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	84,  // 83: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	85,  // 84: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
+	69,  // 85: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	86,  // 86: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	87,  // 87: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	88,  // 88: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	69,  // 89: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	89,  // 90: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	84,  // 91: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	85,  // 92: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
+	90,  // 93: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	85,  // 94: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
+	91,  // 95: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	92,  // 96: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	93,  // 97: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	84,  // 98: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	94,  // 99: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	95,  // 100: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	96,  // 101: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	69,  // 102: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	97,  // 103: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	98,  // 104: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	99,  // 105: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	99,  // 106: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
+	0,   // 107: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,   // 108: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	69,  // 109: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	100, // 110: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,   // 111: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	101, // 112: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	101, // 113: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	102, // 114: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	103, // 115: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	104, // 116: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
+	105, // 117: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	99,  // 118: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
+	99,  // 119: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
+	99,  // 120: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
+	99,  // 121: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
+	106, // 122: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	107, // 123: steward.v1.ScheduleCreated.spec:type_name -> steward.v1.ScheduleSpec
+	108, // 124: steward.v1.ScheduleCreated.template:type_name -> steward.v1.ScheduleTemplate
+	109, // 125: steward.v1.ScheduleCreated.overlap:type_name -> steward.v1.Overlap
+	110, // 126: steward.v1.ScheduleCreated.catch_up:type_name -> steward.v1.CatchUp
+	111, // 127: steward.v1.ScheduleFired.firing:type_name -> steward.v1.ScheduleFiring
+	69,  // 128: steward.v1.ScheduleRunStarted.firing_time:type_name -> google.protobuf.Timestamp
+	112, // 129: steward.v1.ScheduleRunEnded.end:type_name -> steward.v1.ScheduleRunEnd
+	101, // 130: steward.v1.ScheduleCredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	113, // 131: steward.v1.ObjectiveCreated.objective:type_name -> steward.v1.Objective
+	114, // 132: steward.v1.ObjectiveClosed.status:type_name -> steward.v1.ObjectiveStatus
+	133, // [133:133] is the sub-list for method output_type
+	133, // [133:133] is the sub-list for method input_type
+	133, // [133:133] is the sub-list for extension type_name
+	133, // [133:133] is the sub-list for extension extendee
+	0,   // [0:133] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -6264,6 +6313,7 @@ func file_steward_v1_event_proto_init() {
 	file_steward_v1_credential_proto_init()
 	file_steward_v1_decision_proto_init()
 	file_steward_v1_execution_report_proto_init()
+	file_steward_v1_fallback_proto_init()
 	file_steward_v1_objective_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_revision_proto_init()
@@ -6339,6 +6389,8 @@ func file_steward_v1_event_proto_init() {
 		(*Event_ObjectiveCreated)(nil),
 		(*Event_ObjectiveClosed)(nil),
 		(*Event_ObjectiveTaskAdded)(nil),
+		(*Event_FallbackEngaged)(nil),
+		(*Event_FallbackCleared)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

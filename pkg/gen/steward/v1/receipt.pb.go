@@ -289,8 +289,14 @@ type Receipt struct {
 	// The revisions that never took effect: rejected, denied by policy, or
 	// still open. Their contracts are left out (their hashes name them).
 	ContractRevisions []*ContractRevision `protobuf:"bytes,81,rep,name=contract_revisions,json=contractRevisions,proto3" json:"contract_revisions,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Every engagement of a declared fallback (docs/fallbacks.md).
+	FallbackEngagements []*FallbackEngagement `protobuf:"bytes,94,rep,name=fallback_engagements,json=fallbackEngagements,proto3" json:"fallback_engagements,omitempty"`
+	// Model changes no fallback declares; each is also a warning.
+	UndeclaredModelSwaps []*UndeclaredModelSwap `protobuf:"bytes,95,rep,name=undeclared_model_swaps,json=undeclaredModelSwaps,proto3" json:"undeclared_model_swaps,omitempty"`
+	// The result was produced under a fallback (Task.produced_under_fallback).
+	ProducedUnderFallback bool `protobuf:"varint,96,opt,name=produced_under_fallback,json=producedUnderFallback,proto3" json:"produced_under_fallback,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Receipt) Reset() {
@@ -594,6 +600,27 @@ func (x *Receipt) GetContractRevisions() []*ContractRevision {
 		return x.ContractRevisions
 	}
 	return nil
+}
+
+func (x *Receipt) GetFallbackEngagements() []*FallbackEngagement {
+	if x != nil {
+		return x.FallbackEngagements
+	}
+	return nil
+}
+
+func (x *Receipt) GetUndeclaredModelSwaps() []*UndeclaredModelSwap {
+	if x != nil {
+		return x.UndeclaredModelSwaps
+	}
+	return nil
+}
+
+func (x *Receipt) GetProducedUnderFallback() bool {
+	if x != nil {
+		return x.ProducedUnderFallback
+	}
+	return false
 }
 
 // ReceiptWarning is one thing still unresolved.
@@ -2036,7 +2063,7 @@ var File_steward_v1_receipt_proto protoreflect.FileDescriptor
 const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\n" +
 	"\x18steward/v1/receipt.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc0\x0f\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x19steward/v1/fallback.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xa2\x11\n" +
 	"\aReceipt\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -2084,7 +2111,10 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\fagent_report\x18\\ \x01(\v2\x1b.steward.v1.ExecutionReportR\vagentReport\x12,\n" +
 	"\x12agent_report_round\x18] \x01(\rR\x10agentReportRound\x12H\n" +
 	"\x11contract_versions\x18P \x03(\v2\x1b.steward.v1.ContractVersionR\x10contractVersions\x12K\n" +
-	"\x12contract_revisions\x18Q \x03(\v2\x1c.steward.v1.ContractRevisionR\x11contractRevisions\"n\n" +
+	"\x12contract_revisions\x18Q \x03(\v2\x1c.steward.v1.ContractRevisionR\x11contractRevisions\x12Q\n" +
+	"\x14fallback_engagements\x18^ \x03(\v2\x1e.steward.v1.FallbackEngagementR\x13fallbackEngagements\x12U\n" +
+	"\x16undeclared_model_swaps\x18_ \x03(\v2\x1f.steward.v1.UndeclaredModelSwapR\x14undeclaredModelSwaps\x126\n" +
+	"\x17produced_under_fallback\x18` \x01(\bR\x15producedUnderFallback\"n\n" +
 	"\x0eReceiptWarning\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.steward.v1.ReceiptWarningKindR\x04kind\x12\x14\n" +
 	"\x05about\x18\x02 \x01(\tR\x05about\x12\x12\n" +
@@ -2319,15 +2349,17 @@ var file_steward_v1_receipt_proto_goTypes = []any{
 	(*ExecutionReport)(nil),       // 26: steward.v1.ExecutionReport
 	(*ContractVersion)(nil),       // 27: steward.v1.ContractVersion
 	(*ContractRevision)(nil),      // 28: steward.v1.ContractRevision
-	(*PlanStepState)(nil),         // 29: steward.v1.PlanStepState
-	(PlanGovernance)(0),           // 30: steward.v1.PlanGovernance
-	(*PlanRevision)(nil),          // 31: steward.v1.PlanRevision
-	(NeedsInputCause)(0),          // 32: steward.v1.NeedsInputCause
-	(EffectClass)(0),              // 33: steward.v1.EffectClass
-	(ActionStatus)(0),             // 34: steward.v1.ActionStatus
-	(FailureClass)(0),             // 35: steward.v1.FailureClass
-	(PolicyDecision)(0),           // 36: steward.v1.PolicyDecision
-	(ApprovalDecision)(0),         // 37: steward.v1.ApprovalDecision
+	(*FallbackEngagement)(nil),    // 29: steward.v1.FallbackEngagement
+	(*UndeclaredModelSwap)(nil),   // 30: steward.v1.UndeclaredModelSwap
+	(*PlanStepState)(nil),         // 31: steward.v1.PlanStepState
+	(PlanGovernance)(0),           // 32: steward.v1.PlanGovernance
+	(*PlanRevision)(nil),          // 33: steward.v1.PlanRevision
+	(NeedsInputCause)(0),          // 34: steward.v1.NeedsInputCause
+	(EffectClass)(0),              // 35: steward.v1.EffectClass
+	(ActionStatus)(0),             // 36: steward.v1.ActionStatus
+	(FailureClass)(0),             // 37: steward.v1.FailureClass
+	(PolicyDecision)(0),           // 38: steward.v1.PolicyDecision
+	(ApprovalDecision)(0),         // 39: steward.v1.ApprovalDecision
 }
 var file_steward_v1_receipt_proto_depIdxs = []int32{
 	16, // 0: steward.v1.Receipt.status:type_name -> steward.v1.TaskStatus
@@ -2356,43 +2388,45 @@ var file_steward_v1_receipt_proto_depIdxs = []int32{
 	26, // 23: steward.v1.Receipt.agent_report:type_name -> steward.v1.ExecutionReport
 	27, // 24: steward.v1.Receipt.contract_versions:type_name -> steward.v1.ContractVersion
 	28, // 25: steward.v1.Receipt.contract_revisions:type_name -> steward.v1.ContractRevision
-	0,  // 26: steward.v1.ReceiptWarning.kind:type_name -> steward.v1.ReceiptWarningKind
-	5,  // 27: steward.v1.ReceiptBreakdown.milestones:type_name -> steward.v1.ReceiptCostRow
-	5,  // 28: steward.v1.ReceiptBreakdown.steps:type_name -> steward.v1.ReceiptCostRow
-	5,  // 29: steward.v1.ReceiptBreakdown.most_failed_milestone:type_name -> steward.v1.ReceiptCostRow
-	5,  // 30: steward.v1.ReceiptBreakdown.most_failed_step:type_name -> steward.v1.ReceiptCostRow
-	1,  // 31: steward.v1.ReceiptCostRow.kind:type_name -> steward.v1.ReceiptCostRowKind
-	18, // 32: steward.v1.ReceiptCostRow.started_at:type_name -> google.protobuf.Timestamp
-	18, // 33: steward.v1.ReceiptCostRow.ended_at:type_name -> google.protobuf.Timestamp
-	19, // 34: steward.v1.ReceiptCostRow.elapsed:type_name -> google.protobuf.Duration
-	8,  // 35: steward.v1.ReceiptPlan.versions:type_name -> steward.v1.ReceiptPlanVersion
-	29, // 36: steward.v1.ReceiptPlan.steps:type_name -> steward.v1.PlanStepState
-	29, // 37: steward.v1.ReceiptPlan.retired:type_name -> steward.v1.PlanStepState
-	18, // 38: steward.v1.ReceiptPlanVersion.submitted_at:type_name -> google.protobuf.Timestamp
-	30, // 39: steward.v1.ReceiptPlanVersion.governance:type_name -> steward.v1.PlanGovernance
-	31, // 40: steward.v1.ReceiptPlanVersion.revision:type_name -> steward.v1.PlanRevision
-	32, // 41: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
-	18, // 42: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
-	18, // 43: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
-	18, // 44: steward.v1.ReceiptQuestion.reminded_at:type_name -> google.protobuf.Timestamp
-	18, // 45: steward.v1.ReceiptQuestion.escalated_at:type_name -> google.protobuf.Timestamp
-	18, // 46: steward.v1.ReceiptQuestion.suspended_at:type_name -> google.protobuf.Timestamp
-	33, // 47: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
-	34, // 48: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
-	35, // 49: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
-	36, // 50: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
-	18, // 51: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
-	18, // 52: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
-	37, // 53: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
-	18, // 54: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
-	18, // 55: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
-	18, // 56: steward.v1.ReceiptApproval.escalated_at:type_name -> google.protobuf.Timestamp
-	18, // 57: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
-	58, // [58:58] is the sub-list for method output_type
-	58, // [58:58] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	29, // 26: steward.v1.Receipt.fallback_engagements:type_name -> steward.v1.FallbackEngagement
+	30, // 27: steward.v1.Receipt.undeclared_model_swaps:type_name -> steward.v1.UndeclaredModelSwap
+	0,  // 28: steward.v1.ReceiptWarning.kind:type_name -> steward.v1.ReceiptWarningKind
+	5,  // 29: steward.v1.ReceiptBreakdown.milestones:type_name -> steward.v1.ReceiptCostRow
+	5,  // 30: steward.v1.ReceiptBreakdown.steps:type_name -> steward.v1.ReceiptCostRow
+	5,  // 31: steward.v1.ReceiptBreakdown.most_failed_milestone:type_name -> steward.v1.ReceiptCostRow
+	5,  // 32: steward.v1.ReceiptBreakdown.most_failed_step:type_name -> steward.v1.ReceiptCostRow
+	1,  // 33: steward.v1.ReceiptCostRow.kind:type_name -> steward.v1.ReceiptCostRowKind
+	18, // 34: steward.v1.ReceiptCostRow.started_at:type_name -> google.protobuf.Timestamp
+	18, // 35: steward.v1.ReceiptCostRow.ended_at:type_name -> google.protobuf.Timestamp
+	19, // 36: steward.v1.ReceiptCostRow.elapsed:type_name -> google.protobuf.Duration
+	8,  // 37: steward.v1.ReceiptPlan.versions:type_name -> steward.v1.ReceiptPlanVersion
+	31, // 38: steward.v1.ReceiptPlan.steps:type_name -> steward.v1.PlanStepState
+	31, // 39: steward.v1.ReceiptPlan.retired:type_name -> steward.v1.PlanStepState
+	18, // 40: steward.v1.ReceiptPlanVersion.submitted_at:type_name -> google.protobuf.Timestamp
+	32, // 41: steward.v1.ReceiptPlanVersion.governance:type_name -> steward.v1.PlanGovernance
+	33, // 42: steward.v1.ReceiptPlanVersion.revision:type_name -> steward.v1.PlanRevision
+	34, // 43: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
+	18, // 44: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
+	18, // 45: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
+	18, // 46: steward.v1.ReceiptQuestion.reminded_at:type_name -> google.protobuf.Timestamp
+	18, // 47: steward.v1.ReceiptQuestion.escalated_at:type_name -> google.protobuf.Timestamp
+	18, // 48: steward.v1.ReceiptQuestion.suspended_at:type_name -> google.protobuf.Timestamp
+	35, // 49: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
+	36, // 50: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
+	37, // 51: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
+	38, // 52: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
+	18, // 53: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
+	18, // 54: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
+	39, // 55: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
+	18, // 56: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
+	18, // 57: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
+	18, // 58: steward.v1.ReceiptApproval.escalated_at:type_name -> google.protobuf.Timestamp
+	18, // 59: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
+	60, // [60:60] is the sub-list for method output_type
+	60, // [60:60] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_receipt_proto_init() }
@@ -2405,6 +2439,7 @@ func file_steward_v1_receipt_proto_init() {
 	file_steward_v1_contract_proto_init()
 	file_steward_v1_decision_proto_init()
 	file_steward_v1_execution_report_proto_init()
+	file_steward_v1_fallback_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_revision_proto_init()
 	file_steward_v1_task_proto_init()

@@ -6,6 +6,7 @@ import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2"
 import type { Message } from "@bufbuild/protobuf";
 import type { Duration, Timestamp, Value } from "@bufbuild/protobuf/wkt";
 import type { ContractRevisionDecided, ContractRevisionEvaluated, ContractRevisionProposed } from "./revision_pb.js";
+import type { FallbackCleared, FallbackEngaged } from "./fallback_pb.js";
 import type { TaskContract } from "./contract_pb.js";
 import type { Finding, ForkOrigin, NeedsInputCause, SuspendCause, TaskStatus } from "./task_pb.js";
 import type { CatchUp, Overlap, ScheduleFiring, ScheduleRun, ScheduleRunEnd, ScheduleSpec, ScheduleTemplate } from "./schedule_pb.js";
@@ -499,6 +500,18 @@ export declare type Event = Message<"steward.v1.Event"> & {
      */
     value: ObjectiveTaskAdded;
     case: "objectiveTaskAdded";
+  } | {
+    /**
+     * @generated from field: steward.v1.FallbackEngaged fallback_engaged = 86;
+     */
+    value: FallbackEngaged;
+    case: "fallbackEngaged";
+  } | {
+    /**
+     * @generated from field: steward.v1.FallbackCleared fallback_cleared = 87;
+     */
+    value: FallbackCleared;
+    case: "fallbackCleared";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -2062,6 +2075,14 @@ export declare type TaskProduced = Message<"steward.v1.TaskProduced"> & {
    * @generated from field: steward.v1.ExecutionReport report = 90;
    */
   report?: ExecutionReport | undefined;
+
+  /**
+   * A fallback was engaged when it was produced, or an action or decision
+   * before it ran under one (docs/fallbacks.md).
+   *
+   * @generated from field: bool under_fallback = 91;
+   */
+  underFallback: boolean;
 };
 
 /**
