@@ -1,0 +1,86 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+)
+
+// TestDeclaredFallbackEndToEnd runs the binary (built with the test clock,
+// so that the way back is a move of the clock, not a wait): a task whose
+// primary tool fails transiently (503, no retry) engages its declared
+// fallback at the next proposal, which runs on the fallback tool and
+// succeeds; the receipt (`steward receipt`) shows the engagement; once
+// the clock passes retry_primary_after the next proposal runs on the
+// primary again, and the receipt shows the fallback cleared.
+func TestDeclaredFallbackEndToEnd(t *testing.T) {
+	tool := stewardtest.StartTool(t).Script("/flaky", stewardtest.Fail(http.StatusServiceUnavailable))
+	const once = `"retryPolicy": {"maxAttempts": 1}`
+	tools := fmt.Sprintf(`{"tools": [
+	  {"name": "flaky", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "http": {"url": %q}, %s},
+	  {"name": "mirror", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "http": {"url": %q}, %s}]}`,
+		tool.URL+"/flaky", once, tool.URL+"/mirror", once)
+	at := time.Now().UTC()
+	c := startClocked(t, at, "--tools", writeFile(t, t.TempDir(), "tools.json", tools))
+	ctx := context.Background()
+
+	k := contract()
+	k.AllowedTools = []string{"flaky", "mirror"}
+	k.Fallbacks = []*stewardv1.Fallback{{Id: "mirror-on-503", Kind: stewardv1.FallbackKind_FALLBACK_KIND_TOOL, Primary: "flaky", Fallback: "mirror",
+		Trigger:           &stewardv1.FallbackTrigger{FailureClasses: []stewardv1.FailureClass{stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT}},
+		RetryPrimaryAfter: durationpb.New(time.Minute)}}
+	resp, err := c.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "fallback", Contract: k}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskID := resp.Msg.Task.Contract.TaskId
+	waitStarted(t, c.clients, taskID)
+	propose := func(id string) *stewardv1.Action {
+		t.Helper()
+		a, err := c.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{TaskId: taskID, ProposalId: id, Tool: "flaky", Target: "x", Rationale: argued}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Msg.Action
+	}
+
+	first := propose("p1")
+	if _, a := waitAction(t, c.clients, taskID, first.ActionId, stewardv1.ActionStatus_ACTION_STATUS_FAILED); a.Outcome.FailureClass != stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT {
+		t.Fatalf("the primary's call failed %s, want transient", a.Outcome.FailureClass)
+	}
+	second := propose("p2")
+	if second.Tool != "mirror" || second.FallbackOf != "flaky" || second.FallbackId != "mirror-on-503" {
+		t.Fatalf("the next proposal ran on %s (fallback_of %q); want mirror in flaky's place", second.Tool, second.FallbackOf)
+	}
+	waitAction(t, c.clients, taskID, second.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	if n := tool.CallsTo("/mirror"); n != 1 {
+		t.Fatalf("the fallback tool got %d calls, want 1", n)
+	}
+	receipt := func() string {
+		t.Helper()
+		return run(t, 0, "receipt", "--task", taskID, "--addr", c.p.url)
+	}
+	if md := receipt(); !strings.Contains(md, "## Fallbacks") || !strings.Contains(md, "flaky → mirror") ||
+		!strings.Contains(md, "action "+first.ActionId+" failed transient") || !strings.Contains(md, "still engaged") {
+		t.Fatalf("the receipt does not show the engagement:\n%s", md)
+	}
+
+	c.set(at.Add(2 * time.Minute)) // past retry_primary_after
+	third := propose("p3")
+	if third.Tool != "flaky" || third.FallbackOf != "" {
+		t.Fatalf("after the duration the proposal ran on %s; want the primary", third.Tool)
+	}
+	waitAction(t, c.clients, taskID, third.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED) // the tool answers 200 now
+	if md := receipt(); !strings.Contains(md, "its time on the fallback ran out") || strings.Contains(md, "still engaged") {
+		t.Fatalf("the receipt does not show the fallback cleared:\n%s", md)
+	}
+}
