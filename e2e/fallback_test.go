@@ -19,7 +19,8 @@ import (
 // so that the way back is a move of the clock, not a wait): a task whose
 // primary tool fails transiently (503, no retry) engages its declared
 // fallback at the next proposal, which runs on the fallback tool and
-// succeeds; the receipt (`steward receipt`) shows the engagement; once
+// succeeds; the receipt (`steward receipt`) and `steward tasks show`
+// show the engagement; once
 // the clock passes retry_primary_after the next proposal runs on the
 // primary again, and the receipt shows the fallback cleared.
 func TestDeclaredFallbackEndToEnd(t *testing.T) {
@@ -72,6 +73,11 @@ func TestDeclaredFallbackEndToEnd(t *testing.T) {
 	if md := receipt(); !strings.Contains(md, "## Fallbacks") || !strings.Contains(md, "flaky → mirror") ||
 		!strings.Contains(md, "action "+first.ActionId+" failed transient") || !strings.Contains(md, "still engaged") {
 		t.Fatalf("the receipt does not show the engagement:\n%s", md)
+	}
+
+	if out := run(t, 0, "tasks", "show", taskID, "--addr", c.p.url); !strings.Contains(out, "mirror-on-503 engaged (mirror in place of flaky)") ||
+		!strings.Contains(out, "mirror (for flaky)") {
+		t.Fatalf("tasks show does not show the engaged fallback:\n%s", out)
 	}
 
 	c.set(at.Add(2 * time.Minute)) // past retry_primary_after
