@@ -90,3 +90,33 @@ func TestDeclaredFallbackEndToEnd(t *testing.T) {
 		t.Fatalf("the receipt does not show the fallback cleared:\n%s", md)
 	}
 }
+
+// TestConsoleReceiptShowsFallbacks: the console's receipt draws a model
+// fallback's engagement and an undeclared model swap from the structured
+// receipt; axe-core finds no serious or critical issue.
+func TestConsoleReceiptShowsFallbacks(t *testing.T) {
+	h := startSteward(t, setup{})
+	ctx := context.Background()
+	b := browser(t)
+	k := contract()
+	k.Fallbacks = []*stewardv1.Fallback{{Id: "smaller-model", Kind: stewardv1.FallbackKind_FALLBACK_KIND_MODEL, Primary: "gpt-a", Fallback: "gpt-b"}}
+	taskID := h.create(t, "console-fallback", k)
+	for i, model := range []string{"gpt-a", "gpt-b", "claude-x"} {
+		if _, err := h.agent.tasks.RecordDecision(ctx, connect.NewRequest(&stewardv1.RecordDecisionRequest{TaskId: taskID, Decision: &stewardv1.Decision{
+			DecisionId: fmt.Sprintf("d%d", i+1), Rationale: "the next step", Call: &stewardv1.ModelCall{Provider: "p", ModelId: model, TokensIn: 10},
+			LedTo: &stewardv1.Decision_NoAction{NoAction: &stewardv1.NoAction{}}}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ops := openConsole(t, b, h.url, operatorToken)
+	ops.goTo("#/task/" + taskID)
+	for _, c := range []string{
+		`(document.querySelector('#receipt')?.innerText || '').includes('gpt-a → gpt-b')`,
+		// Captions of the tables drawn from the structured receipt, not its Markdown.
+		`[...document.querySelectorAll('#receipt caption')].map((c) => c.textContent).join('|') === 'Fallbacks|Undeclared model swaps'`,
+		`(document.querySelector('#receipt')?.innerText || '').includes('claude-x')`,
+	} {
+		ops.until(c)
+	}
+	ops.accessible("the receipt with fallbacks")
+}
