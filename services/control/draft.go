@@ -42,6 +42,11 @@ type proposal struct {
 	// rationale is the proposer's case, recorded on the action and not
 	// part of its hashes.
 	rationale *stewardv1.ActionRationale
+	// fallBack lets an engaged fallback's tool stand in (fallback.go): a
+	// client's new proposal only, never the redo of an action (a retry,
+	// an amendment, a compensation) or a plan step, whose ids and hashes
+	// derive from the request they first made.
+	fallBack bool
 }
 
 // draft is a proposal checked against its tool: the action to record and

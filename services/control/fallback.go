@@ -148,9 +148,9 @@ func (p fallbacks) breakerOf(ctx context.Context, t *stewardv1.Task, tool string
 
 // redirect points pr at the fallback's tool while the contract's fallback
 // for the tool it names is engaged, and returns that fallback (nil for
-// none). A compensation undoes what ran, on the tool that ran it.
+// none), for a proposal that may fall back (proposal.fallBack).
 func redirect(t *stewardv1.Task, pr *proposal) *stewardv1.Fallback {
-	if pr.compensates != "" {
+	if !pr.fallBack {
 		return nil
 	}
 	tool, f := fallbackTool(t, pr.tool)

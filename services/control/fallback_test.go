@@ -24,7 +24,7 @@ const (
 // fallbackHarness is newHarness with a primary tool, fetch, and its
 // declared stand-in, mirror, whose schema asks for what fetch's does and
 // refuses more; and a task whose contract declares fb.
-func fallbackHarness(t *testing.T, fb *stewardv1.Fallback) (*harness, string) {
+func fallbackHarness(t *testing.T, fb *stewardv1.Fallback, recovery ...*stewardv1.RecoveryPolicy) (*harness, string) {
 	t.Helper()
 	r := newHarness(t)
 	for _, c := range []*stewardv1.ToolContract{
@@ -38,6 +38,9 @@ func fallbackHarness(t *testing.T, fb *stewardv1.Fallback) (*harness, string) {
 	req := validRequest("fallback")
 	req.Contract.AllowedTools = []string{"fetch", "mirror"}
 	req.Contract.Fallbacks = []*stewardv1.Fallback{fb}
+	for _, rp := range recovery {
+		req.Contract.RecoveryPolicy = rp
+	}
 	tk, _, err := r.ctl.CreateTask(context.Background(), "t", req)
 	if err != nil {
 		t.Fatal(err)
@@ -125,6 +128,23 @@ func TestFailureClassFallbackEngagesAndClears(t *testing.T) {
 	if !proto.Equal(replayed, tk) {
 		t.Fatal("a replay of the log folds another view")
 	}
+}
+
+// TestRetryOfThePrimaryStaysOnIt: Steward's retry of the primary's failed
+// action (RECOVERY_MODE_RETRY) is the same request again, on the primary,
+// even while the fallback is engaged; the client's next proposal runs on
+// the fallback.
+func TestRetryOfThePrimaryStaysOnIt(t *testing.T) {
+	r, id := fallbackHarness(t, fetchFallback(&stewardv1.FallbackTrigger{FailureClasses: []stewardv1.FailureClass{transient}}, time.Hour),
+		&stewardv1.RecoveryPolicy{Mode: retryMode, MaxAttempts: 3})
+	a1 := r.propose(t, id, "p1", "fetch", "x", url)
+	r.run(t, id, a1.ActionId, failed(transient, "503"), nil, time.Now())
+	retry := retryOf(r.WaitTask(id, func(tk *stewardv1.Task) bool { return retryOf(tk, a1.ActionId) != nil }), a1.ActionId)
+	onFallback(t, r.propose(t, id, "p2", "fetch", "x", url))
+	// The retry fails too: its own retry is proposed while fb is engaged.
+	r.run(t, id, retry.ActionId, failed(transient, "503"), nil, time.Now())
+	again := retryOf(r.WaitTask(id, func(tk *stewardv1.Task) bool { return retryOf(tk, retry.ActionId) != nil }), retry.ActionId)
+	onPrimary(t, again)
 }
 
 // TestBreakerFallbackFollowsTheBreaker: the breaker of the primary's

@@ -125,6 +125,7 @@ func proposalOf(req *stewardv1.ProposeActionRequest, principal string, params []
 		tool: req.Tool, toolVersion: toolVersion, target: req.Target,
 		params: params, retry: req.RetryPolicy, editOf: req.EditOf, principal: principal,
 		rationale: req.Rationale, milestone: req.MilestoneId, decision: req.DecisionId,
+		fallBack: true,
 	}
 }
 
