@@ -2,7 +2,9 @@ package control_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/services/control"
 )
 
 const (
@@ -298,4 +301,41 @@ func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestTwoReplicasEngageOnce: two control planes over one log, proposing
+// at once after the primary failed, append one FallbackEngaged between
+// them (the append is conditional on the task's head, its id names the
+// engagement), and both proposals run on the fallback.
+func TestTwoReplicasEngageOnce(t *testing.T) {
+	r, id := fallbackHarness(t, fetchFallback(&stewardv1.FallbackTrigger{FailureClasses: []stewardv1.FailureClass{transient}}, time.Hour))
+	a1 := r.propose(t, id, "p1", "fetch", "x", url)
+	r.run(t, id, a1.ActionId, failed(transient, "503"), nil, time.Now())
+	other := control.New(r.Log, r.Logger, r.config())
+	var wg sync.WaitGroup
+	got := make([]*stewardv1.Action, 8)
+	failures := make([]error, len(got))
+	params := mustStruct(t, url)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctl := r.ctl
+			if i%2 == 1 {
+				ctl = other
+			}
+			got[i], _, failures[i] = ctl.ProposeAction(context.Background(), "agent", &stewardv1.ProposeActionRequest{TaskId: id, ProposalId: fmt.Sprintf("race-%d", i), Tool: "fetch",
+				Params: params})
+		}()
+	}
+	wg.Wait()
+	for i, a := range got {
+		if failures[i] != nil {
+			t.Fatal(failures[i])
+		}
+		onFallback(t, a)
+	}
+	if n := r.Count(id, event.TypeFallbackEngaged); n != 1 {
+		t.Fatalf("%d FallbackEngaged, want 1", n)
+	}
 }
