@@ -179,3 +179,24 @@ func fallbackTool(t *stewardv1.Task, tool string) (string, *stewardv1.Fallback) 
 	}
 	return f.Fallback, f
 }
+
+// asRecorded drafts pr again the way existing, the action its first try
+// recorded, was drafted — on the primary, or on the fallback it stood in
+// under — whatever the fallback's state is now: a client's repeat of a
+// proposal is the same action. d is kept when that cannot be done.
+func (p fallbacks) asRecorded(ctx context.Context, t *stewardv1.Task, pr proposal, existing *stewardv1.Action, d *draft) *draft {
+	pr.fallBack = false
+	f := task.FindFallback(t.GetContract(), existing.FallbackId)
+	if existing.FallbackId != "" {
+		if f == nil {
+			return d
+		}
+		pr.tool = f.Fallback
+	}
+	again, err := p.prepare(ctx, t, pr)
+	if err != nil {
+		return d
+	}
+	again.action.FallbackOf, again.action.FallbackId = f.GetPrimary(), f.GetId()
+	return again
+}

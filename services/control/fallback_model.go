@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"slices"
 	"strconv"
 
 	"github.com/steward-run/steward/pkg/event"
@@ -18,8 +19,8 @@ import (
 func (ds *decisions) steerModel(ctx context.Context, taskID, decisionID string) error {
 	_, err := ds.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		d := task.FindDecision(t, decisionID)
-		if d == nil || task.Terminal(t.Status) {
-			return nil, nil
+		if d == nil || task.Terminal(t.Status) || !latestModelDecision(t, decisionID) {
+			return nil, nil // a repeat of an older decision is stale evidence
 		}
 		model := d.GetCall().GetModelId()
 		prev := task.PreviousModelDecision(t, decisionID).GetCall().GetModelId()
@@ -43,4 +44,15 @@ func (ds *decisions) steerModel(ctx context.Context, taskID, decisionID string) 
 		return nil, nil
 	})
 	return err
+}
+
+// latestModelDecision reports whether id is the latest decision on t that
+// names a model: only it says which model the agent is on now.
+func latestModelDecision(t *stewardv1.Task, id string) bool {
+	for _, d := range slices.Backward(t.Decisions) {
+		if d.GetCall().GetModelId() != "" {
+			return d.DecisionId == id
+		}
+	}
+	return false
 }

@@ -83,6 +83,9 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 			d = again
 		}
 	}
+	if existing != nil && existing.FallbackId != d.action.FallbackId {
+		d = (fallbacks{p}).asRecorded(ctx, t, proposalOf(req, principal, params, existing.ToolVersion), existing, d) // fallback.go
+	}
 	if existing != nil {
 		if err := sameProposal(existing, d.action, req); err != nil {
 			return nil, false, err
