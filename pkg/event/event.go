@@ -52,6 +52,10 @@ const (
 	// TypeMilestoneProgressed is the agent's report on one milestone.
 	TypeMilestoneProgressed = "task.milestone_progressed"
 	TypeFindingRecorded     = "audit.finding_recorded"
+	// TypeFallbackEngaged and TypeFallbackCleared are a declared
+	// fallback engaging and the task going back to its primary.
+	TypeFallbackEngaged = "task.fallback_engaged"
+	TypeFallbackCleared = "task.fallback_cleared"
 
 	TypePlanSubmitted   = "plan.submitted"
 	TypePlanEvaluated   = "plan.evaluated"
@@ -224,6 +228,8 @@ var typeNames = map[protoreflect.Name]string{
 	"input_reminded":          TypeInputReminded,
 	"input_escalated":         TypeInputEscalated,
 	"milestone_progressed":    TypeMilestoneProgressed,
+	"fallback_engaged":        TypeFallbackEngaged,
+	"fallback_cleared":        TypeFallbackCleared,
 
 	"contract_revision_proposed":  TypeContractRevisionProposed,
 	"contract_revision_evaluated": TypeContractRevisionEvaluated,

@@ -39,6 +39,8 @@ var owners = map[string]string{
 	TypeContextAttached:     PlaneControl,
 	TypeAgentHeartbeat:      PlaneControl,
 	TypeMilestoneProgressed: PlaneControl,
+	TypeFallbackEngaged:     PlaneControl,
+	TypeFallbackCleared:     PlaneControl,
 
 	TypeContractRevisionProposed:  PlaneControl,
 	TypeContractRevisionDecided:   PlaneControl,

@@ -42,6 +42,7 @@ func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
 	}
 	heard(t, ev)
 	deriveMilestones(t, ev) // what the event may have moved (milestone_status.go)
+	noteFallback(t, ev)     // what ran under a fallback (fallback.go)
 	if progress(ev) {
 		// Any progress clears a stall mark.
 		t.StalledSince, t.StalledReason = nil, ""
@@ -142,7 +143,7 @@ func Check(t *stewardv1.Task, ev *stewardv1.Event) error {
 var steps = []func(*stewardv1.Task, *stewardv1.Event) (func(), bool, error){
 	planApprovalStep, // before actionStep: it takes the approvals of plans
 	actionStep, budgetStep, credentialStep, acceptanceStep, deadlineStep, findingStep, planStep, decisionStep, livenessStep, inputStep,
-	milestoneStep, revisionStep,
+	milestoneStep, revisionStep, fallbackStep,
 }
 
 // step runs the step that ev is for; ok is false for a lifecycle event.

@@ -76,6 +76,13 @@ func (ds *decisions) RecordDecision(ctx context.Context, principal string, req *
 	case stop != nil:
 		return nil, false, stop
 	}
+	if len(t.Contract.GetFallbacks()) > 0 {
+		// After the decision is on the log, so that it is there to cite
+		// (fallback_model.go); a repeat of the request completes it.
+		if err := ds.steerModel(ctx, req.TaskId, d.DecisionId); err != nil {
+			return nil, false, err
+		}
+	}
 	return task.FindDecision(t, d.DecisionId), created, nil
 }
 

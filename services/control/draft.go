@@ -42,6 +42,11 @@ type proposal struct {
 	// rationale is the proposer's case, recorded on the action and not
 	// part of its hashes.
 	rationale *stewardv1.ActionRationale
+	// fallBack lets an engaged fallback's tool stand in (fallback.go): a
+	// client's new proposal only, never the redo of an action (a retry,
+	// an amendment, a compensation) or a plan step, whose ids and hashes
+	// derive from the request they first made.
+	fallBack bool
 }
 
 // draft is a proposal checked against its tool: the action to record and
@@ -55,6 +60,7 @@ type draft struct {
 // canonicalises the request and derives the action's identities. Errors
 // name the field of a ProposeActionRequest that is wrong.
 func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*draft, error) {
+	fb := redirect(t, &pr) // an engaged fallback's tool stands in (fallback.go)
 	entry, err := p.toolFor(ctx, t, pr.tool, pr.toolVersion)
 	if err != nil {
 		return nil, err
@@ -70,7 +76,7 @@ func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*d
 		var v *action.Violation
 		if errors.As(err, &v) {
 			// The library quotes the value it refuses: never a secret one.
-			return nil, errs.Field("params"+v.Path, "%s", secret.Redact(v.Reason, secretValues(entry, pr.params)))
+			return nil, errs.Field("params"+v.Path, "%s%s", secret.Redact(v.Reason, secretValues(entry, pr.params)), engagedNote(fb))
 		}
 		var e *errs.Error
 		if errors.As(err, &e) { // a limit on the work of checking them
@@ -126,6 +132,8 @@ func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*d
 		MilestoneId:   pr.milestone,
 		DecisionId:    pr.decision,
 		RolloutId:     rolloutID,
+		FallbackOf:    fb.GetPrimary(),
+		FallbackId:    fb.GetId(),
 	}}, nil
 }
 

@@ -142,6 +142,7 @@ func (ac *acceptance) producedEvent(t *stewardv1.Task, principal, id, requestID 
 			Artifacts:      refs,
 			ReviewRequired: task.ReviewRequired(t.Contract),
 			Report:         report,
+			UnderFallback:  task.UnderFallback(t), // docs/fallbacks.md
 		})
 }
 

@@ -55,6 +55,9 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 	if err != nil {
 		return nil, false, err
 	}
+	if t, err = (fallbacks{p}).steer(ctx, t, req.Tool); err != nil { // fallback.go
+		return nil, false, err
+	}
 	d, err := p.prepare(ctx, t, proposalOf(req, principal, params, req.ToolVersion))
 	if err != nil {
 		return nil, false, err
@@ -79,6 +82,9 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 		if again, err := p.prepare(ctx, t, proposalOf(req, principal, params, existing.ToolVersion)); err == nil {
 			d = again
 		}
+	}
+	if existing != nil && existing.FallbackId != d.action.FallbackId {
+		d = (fallbacks{p}).asRecorded(ctx, t, proposalOf(req, principal, params, existing.ToolVersion), existing, d) // fallback.go
 	}
 	if existing != nil {
 		if err := sameProposal(existing, d.action, req); err != nil {
@@ -122,6 +128,7 @@ func proposalOf(req *stewardv1.ProposeActionRequest, principal string, params []
 		tool: req.Tool, toolVersion: toolVersion, target: req.Target,
 		params: params, retry: req.RetryPolicy, editOf: req.EditOf, principal: principal,
 		rationale: req.Rationale, milestone: req.MilestoneId, decision: req.DecisionId,
+		fallBack: true,
 	}
 }
 

@@ -74,6 +74,7 @@ func validateContract(c *stewardv1.TaskContract, now time.Time) error {
 		checkRiskTier(c.RiskTier),
 		checkBudget(c.Budget),
 		checkMilestones(c),
+		checkFallbacks(c), // fallback_check.go
 		checkDeadline(c, now),
 		checkList("contract.delegation_chain", len(c.DelegationChain)),
 		checkAllowedTools(c.AllowedTools),

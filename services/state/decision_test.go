@@ -57,7 +57,8 @@ func decisionHistory(t0 time.Time) (items []*stewardv1.ContextItem, decisions []
 // decisions in order with the context each page cites, every field as
 // recorded; the receipt carries the trail, marks the model and prompt
 // version changes, says which call Steward observed, shows the flag; and
-// steward_decisions_flagged counts it.
+// steward_decisions_flagged counts it; the model change, which no fallback
+// declares, is counted in steward_undeclared_model_swaps_total.
 func TestDecisionsAreListedAndOnTheReceipt(t *testing.T) {
 	env := stewardtest.NewEnv(t)
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
@@ -146,6 +147,15 @@ steward_decisions_flagged{flag="context_egress"} 0
 steward_decisions_flagged{flag="context_expired"} 1
 `
 	if err := testutil.CollectAndCompare(state.NewTaskCollector(views), strings.NewReader(want), "steward_decisions_flagged"); err != nil {
+		t.Error(err)
+	}
+	// gpt-a → gpt-b at d2, which no fallback of the contract declares.
+	swaps := `
+# HELP steward_undeclared_model_swaps_total Model changes between consecutive decisions of a task that no declared fallback covers, in the tasks with a current view.
+# TYPE steward_undeclared_model_swaps_total counter
+steward_undeclared_model_swaps_total 1
+`
+	if err := testutil.CollectAndCompare(state.NewTaskCollector(views), strings.NewReader(swaps), "steward_undeclared_model_swaps_total"); err != nil {
 		t.Error(err)
 	}
 }

@@ -54,6 +54,8 @@ var (
 		"Policy violations auditors confirmed with RecordFinding.", nil, nil)
 	flaggedDesc = prometheus.NewDesc("steward_decisions_flagged",
 		"Model decisions recorded with a flag on the context they cite, by flag (context_expired, context_egress); a decision with two flags counts under each.", []string{"flag"}, nil)
+	modelSwapsDesc = prometheus.NewDesc("steward_undeclared_model_swaps_total",
+		"Model changes between consecutive decisions of a task that no declared fallback covers, in the tasks with a current view.", nil, nil)
 	recoveryDesc = prometheus.NewDesc("steward_recovery_seconds",
 		"Time from an unknown outcome to its settlement, or from a stall mark to the task's next event.", []string{"from"}, nil)
 	actionsDesc = prometheus.NewDesc("steward_actions",
@@ -98,7 +100,7 @@ func (c *TaskCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		tasksDesc, brokenDesc, successDesc, acceptedOutputDesc, interventionDesc, rollbackDesc,
 		policyBlockDesc, traceDesc, actionsDesc, failedDesc, permitLatencyDesc,
-		costPerAcceptedDesc, tokensPerAcceptedDesc, timeToAcceptedDesc, violationsDesc, recoveryDesc, flaggedDesc,
+		costPerAcceptedDesc, tokensPerAcceptedDesc, timeToAcceptedDesc, violationsDesc, recoveryDesc, flaggedDesc, modelSwapsDesc,
 	} {
 		ch <- d
 	}
@@ -131,6 +133,8 @@ func (c *TaskCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, k := range decisionFlagKinds {
 		gauge(flaggedDesc, float64(t.flagged[k]), enumLabel(k.String(), "DECISION_FLAG_KIND_"))
 	}
+	// Swaps stay in the views once folded: the count only grows.
+	ch <- prometheus.MustNewConstMetric(modelSwapsDesc, prometheus.CounterValue, float64(t.modelSwaps))
 	for i, h := range t.recoveries {
 		ch <- prometheus.MustNewConstHistogram(recoveryDesc, h.count, h.sum, h.cumulative(), recoveryLabels[i])
 	}

@@ -36,6 +36,7 @@ type tally struct {
 	sideEffects, traced int
 	violations          int
 	flagged             map[stewardv1.DecisionFlagKind]int
+	modelSwaps          int // undeclared model swaps (docs/fallbacks.md)
 	permits             [2]histogram
 	recoveries          [2]histogram
 }
@@ -173,6 +174,7 @@ func (t *tally) countEnds(v *stewardv1.Task) {
 			t.flagged[f.Kind]++
 		}
 	}
+	t.modelSwaps += len(v.UndeclaredModelSwaps)
 }
 
 // undoneWrites returns the ids of the writes v set out to undo: named by

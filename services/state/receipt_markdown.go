@@ -28,6 +28,7 @@ func ReceiptMarkdown(r *stewardv1.Receipt) string {
 	approvalsMarkdown(w, r)
 	planMarkdown(w, r.Plan)
 	decisionsMarkdown(w, r)
+	fallbacksMarkdown(w, r)
 	questionsMarkdown(w, r.Questions)
 	policyMarkdown(w, r)
 	spendMarkdown(w, r)

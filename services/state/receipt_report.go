@@ -15,6 +15,7 @@ import (
 func reportSections(r *stewardv1.Receipt, t *stewardv1.Task, recs []*stewardv1.EventRecord) {
 	own := r.AcceptanceRounds[min(carriedRounds(recs), len(r.AcceptanceRounds)):]
 	agentReport(r, own)
+	receiptFallbacks(r, t) // receipt_fallback.go; before the warnings
 	r.Warnings = warnings(r, own, t)
 	r.Breakdown = breakdown(t, recs)
 }

@@ -33,7 +33,11 @@ func warnings(r *stewardv1.Receipt, own []*stewardv1.AcceptanceRound, t *steward
 			w.add(stewardv1.ReceiptWarningKind_RECEIPT_WARNING_KIND_FALLBACK, c.ActionId, fmt.Sprintf("a person, %s, did the work of %s instead of the tool", c.ExecutedBy, c.Tool))
 		}
 	}
+	swapped := fallbackWarnings(&w, r) // receipt_fallback.go
 	for _, ch := range r.VersionChanges {
+		if ch.Field == "model" && swapped[ch.DecisionId] {
+			continue // told above, as an undeclared swap
+		}
 		w.add(stewardv1.ReceiptWarningKind_RECEIPT_WARNING_KIND_FALLBACK, ch.DecisionId, fmt.Sprintf("the %s changed from %s to %s between decisions", strings.ReplaceAll(ch.Field, "_", " "), ch.From, ch.To))
 	}
 	for _, f := range r.Findings {

@@ -32,7 +32,7 @@ func warnedOf(t *testing.T, recs []*stewardv1.EventRecord) (*stewardv1.Receipt, 
 }
 
 // TestReceiptWarnsOfWhatIsUnresolved: a contract with no criteria, a
-// model swapped between decisions, an auditor's finding, a question
+// model swapped between decisions (no fallback declares it), an auditor's finding, a question
 // nobody answered and a budget past 80 % are each a warning naming what
 // it is about; a 50 % alert is not; the section comes right after the
 // summary.
@@ -64,7 +64,7 @@ func TestReceiptWarnsOfWhatIsUnresolved(t *testing.T) {
 	}
 	md := state.ReceiptMarkdown(r)
 	if w, c := strings.Index(md, "## Warnings"), strings.Index(md, "## Context and inputs"); w < 0 || c < w ||
-		!strings.Contains(md, "| fallback | `d2` | the model changed from gpt-a to gpt-b between decisions |") {
+		!strings.Contains(md, "| fallback | `d2` | undeclared model swap: decision d2 used gpt-b, decision d1 before it gpt-a, and no declared fallback covers the change |") {
 		t.Errorf("the warnings section:\n%s", md)
 	}
 }

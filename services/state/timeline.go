@@ -168,6 +168,7 @@ func otherSummary(who string, ev *stewardv1.Event) string {
 		func() string { return planSummary(ev) },
 		func() string { return decisionSummary(who, ev) },
 		func() string { return revisionSummary(who, ev) },
+		func() string { return fallbackSummary(ev) },
 	} {
 		if s := tell(); s != "" {
 			return s

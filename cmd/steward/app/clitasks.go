@@ -102,7 +102,7 @@ func (c *cli) tasksShow() *cobra.Command {
 			"task", k.GetTaskId(), "intent", k.GetIntent(), "status", word(t.Status, "TASK_STATUS_"), "why", t.StatusReason,
 			"created", when(t.CreatedAt)+" by "+t.CreatedBy, "updated", when(t.UpdatedAt),
 			"requester", k.GetRequesterRef(), "owner", k.GetAccountableOwnerRef(), "risk", word(k.GetRiskTier(), "RISK_TIER_"),
-			"budget", budgetLine(t), "milestone", currentMilestone(t), "acceptance", acceptanceLine(t), "contract", contractLine(t), "question", t.OpenInput.GetQuestion(), "choices", strings.Join(t.OpenInput.GetChoices(), " | "),
+			"budget", budgetLine(t), "milestone", currentMilestone(t), "acceptance", acceptanceLine(t), "contract", contractLine(t), "fallback", fallbackLine(t), "question", t.OpenInput.GetQuestion(), "choices", strings.Join(t.OpenInput.GetChoices(), " | "),
 			"events", strconv.FormatUint(uint64(t.EventCount), 10))
 		if len(t.Milestones) > 0 {
 			fmt.Fprintln(c.stdout)
@@ -116,7 +116,7 @@ func (c *cli) tasksShow() *cobra.Command {
 		fmt.Fprintln(c.stdout)
 		rows := make([][]string, 0, len(t.Actions))
 		for _, a := range t.Actions {
-			rows = append(rows, []string{a.ActionId, a.Tool, a.Target, word(a.Status, "ACTION_STATUS_"), a.Approval.GetApprovalId()})
+			rows = append(rows, []string{a.ActionId, toolCell(a), a.Target, word(a.Status, "ACTION_STATUS_"), a.Approval.GetApprovalId()})
 		}
 		return c.table([]string{"ACTION", "TOOL", "TARGET", "STATUS", "APPROVAL"}, rows)
 	})

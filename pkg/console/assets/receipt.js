@@ -24,6 +24,7 @@ function summary(r) {
     ['Actions', `${(p.done || []).length} done, ${(p.failed || []).length} failed, ${(p.remaining || []).length} unfinished`],
     ['Policy revisions', r.policyRevisions],
     ['Retries', r.retries],
+    ['Fallback', r.producedUnderFallback ? 'the result was produced under a declared fallback' : ''],
     ['Spent', spent.tokens || spent.costMicros ? `${spent.tokens || 0} tokens, ${money(spent.costMicros, spent.currency)}` : ''],
     ['Created', when(r.createdAt)],
     ['Last event', r.lastSequence ? h('span', {}, `#${r.lastSequence} of ${r.eventCount || 0}, hash `, h('code', {}, r.lastEventHash || '—')) : ''],
@@ -50,6 +51,23 @@ function approvals(list) {
       a.withdrawn ? 'withdrawn' : a.decision ? label(a.decision, 'APPROVAL_DECISION_') : 'waiting',
       a.decidedBy || (a.escalatedTo ? `escalated to ${a.escalatedTo}` : '—'), a.comment || '—', (a.requiredRoles || []).join(', ') || '—',
     ]));
+}
+
+// fallbacks draws the engagements of declared fallbacks and the model
+// swaps no fallback declares (docs/fallbacks.md); nothing when neither.
+function fallbacks(r) {
+  const list = r.fallbackEngagements || [];
+  const swaps = r.undeclaredModelSwaps || [];
+  if (!list.length && !swaps.length) return null;
+  const why = (e) => (e ? [e.trigger, e.actionId, e.serviceKey, e.decisionId].filter(Boolean).join(' ') : '—');
+  return [
+    list.length ? table('Fallbacks', ['Fallback', 'Primary → fallback', 'Engaged because', 'Engaged', 'Cleared', 'Under it'],
+      list.map((e) => [h('code', {}, e.fallbackId), raw(`${e.primary} → ${e.fallback}`, 'mono'), why(e.engagedBy), when(e.engagedAt),
+        e.clearedAt ? `${when(e.clearedAt)} (${why(e.clearedBy)})` : 'still engaged',
+        [...(e.actionIds || []), ...(e.decisionIds || [])].join(', ') || '—'])) : null,
+    swaps.length ? table('Undeclared model swaps', ['From', 'To', 'Decision before', 'Decision after'],
+      swaps.map((s) => [raw(s.fromModel, 'mono'), raw(s.toModel, 'mono'), h('code', {}, s.fromDecisionId), h('code', {}, s.toDecisionId)])) : null,
+  ];
 }
 
 function questions(list) {
@@ -83,6 +101,7 @@ export function receiptView(r, markdown) {
     calls((r && r.calls) || []),
     approvals((r && r.approvals) || []),
     questions((r && r.questions) || []),
+    fallbacks(r || {}),
     closing(r || {}),
     markdown ? h('details', { 'data-key': 'receipt-markdown' }, h('summary', {}, 'The receipt as Markdown, to copy'),
       h('pre', { class: 'json', tabindex: '0' }, markdown)) : null);

@@ -1656,7 +1656,11 @@ type Action struct {
 	ContractVersion uint32 `protobuf:"varint,80,opt,name=contract_version,json=contractVersion,proto3" json:"contract_version,omitempty"`
 	// The rollout whose state or assignment chose the tool version
 	// (docs/rollouts.md); empty when none did.
-	RolloutId     string `protobuf:"bytes,83,opt,name=rollout_id,json=rolloutId,proto3" json:"rollout_id,omitempty"`
+	RolloutId string `protobuf:"bytes,83,opt,name=rollout_id,json=rolloutId,proto3" json:"rollout_id,omitempty"`
+	// Drafted against a declared fallback: the tool the proposal named (the
+	// primary), and the fallback's id (docs/fallbacks.md).
+	FallbackOf    string `protobuf:"bytes,81,opt,name=fallback_of,json=fallbackOf,proto3" json:"fallback_of,omitempty"`
+	FallbackId    string `protobuf:"bytes,82,opt,name=fallback_id,json=fallbackId,proto3" json:"fallback_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2034,6 +2038,20 @@ func (x *Action) GetRolloutId() string {
 	return ""
 }
 
+func (x *Action) GetFallbackOf() string {
+	if x != nil {
+		return x.FallbackOf
+	}
+	return ""
+}
+
+func (x *Action) GetFallbackId() string {
+	if x != nil {
+		return x.FallbackId
+	}
+	return ""
+}
+
 // SealedSecret is one secret parameter value, encrypted: commitment is the
 // {"$secret": …} value that stands for it in the canonical request
 // ("hmac-sha256:" and 64 hex digits), sealed the value's canonical JSON
@@ -2207,7 +2225,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x06result\x18\t \x01(\fR\x06result\x12\x16\n" +
 	"\x06tokens\x18\n" +
 	" \x01(\x03R\x06tokens\x12\x1a\n" +
-	"\bevidence\x18\v \x03(\tR\bevidence\"\xc2\x10\n" +
+	"\bevidence\x18\v \x03(\tR\bevidence\"\x84\x11\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -2272,7 +2290,11 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x0fsnapshot_signed\x18/ \x01(\v2\x17.steward.v1.SignedEventR\x0esnapshotSigned\x12)\n" +
 	"\x10contract_version\x18P \x01(\rR\x0fcontractVersion\x12\x1d\n" +
 	"\n" +
-	"rollout_id\x18S \x01(\tR\trolloutId\"F\n" +
+	"rollout_id\x18S \x01(\tR\trolloutId\x12\x1f\n" +
+	"\vfallback_of\x18Q \x01(\tR\n" +
+	"fallbackOf\x12\x1f\n" +
+	"\vfallback_id\x18R \x01(\tR\n" +
+	"fallbackId\"F\n" +
 	"\fSealedSecret\x12\x1e\n" +
 	"\n" +
 	"commitment\x18\x01 \x01(\tR\n" +

@@ -683,7 +683,10 @@ type TaskContract struct {
 	// (budget.milestones) and every tag (a plan step's, an action's, a
 	// decision's milestone_id) must name one of them; when none are, budget
 	// lines alone name milestones, as before.
-	Milestones    []*Milestone `protobuf:"bytes,26,rep,name=milestones,proto3" json:"milestones,omitempty"`
+	Milestones []*Milestone `protobuf:"bytes,26,rep,name=milestones,proto3" json:"milestones,omitempty"`
+	// What the task may use in place of a tool or model, when, and how it
+	// comes back (docs/fallbacks.md). Fixed at creation: not revisable.
+	Fallbacks     []*Fallback `protobuf:"bytes,27,rep,name=fallbacks,proto3" json:"fallbacks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -896,6 +899,13 @@ func (x *TaskContract) GetObjectiveId() string {
 func (x *TaskContract) GetMilestones() []*Milestone {
 	if x != nil {
 		return x.Milestones
+	}
+	return nil
+}
+
+func (x *TaskContract) GetFallbacks() []*Fallback {
+	if x != nil {
+		return x.Fallbacks
 	}
 	return nil
 }
@@ -1118,7 +1128,7 @@ var File_steward_v1_contract_proto protoreflect.FileDescriptor
 const file_steward_v1_contract_proto_rawDesc = "" +
 	"\n" +
 	"\x19steward/v1/contract.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15steward/v1/risk.proto\"\xa8\x01\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19steward/v1/fallback.proto\x1a\x15steward/v1/risk.proto\"\xa8\x01\n" +
 	"\x06Budget\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12&\n" +
@@ -1161,7 +1171,8 @@ const file_steward_v1_contract_proto_rawDesc = "" +
 	"\fmax_attempts\x18\x02 \x01(\rR\vmaxAttempts\"Y\n" +
 	"\rInputSnapshot\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12.\n" +
-	"\x06inputs\x18\x02 \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\xd8\t\n" +
+	"\x06inputs\x18\x02 \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\x8c\n" +
+	"\n" +
 	"\fTaskContract\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -1191,7 +1202,8 @@ const file_steward_v1_contract_proto_rawDesc = "" +
 	"\fobjective_id\x18\x19 \x01(\tR\vobjectiveId\x125\n" +
 	"\n" +
 	"milestones\x18\x1a \x03(\v2\x15.steward.v1.MilestoneR\n" +
-	"milestones\"Y\n" +
+	"milestones\x122\n" +
+	"\tfallbacks\x18\x1b \x03(\v2\x14.steward.v1.FallbackR\tfallbacks\"Y\n" +
 	"\n" +
 	"TaskLimits\x12\x1f\n" +
 	"\vmax_actions\x18\x01 \x01(\rR\n" +
@@ -1250,7 +1262,8 @@ var file_steward_v1_contract_proto_goTypes = []any{
 	(*TaskTimers)(nil),            // 11: steward.v1.TaskTimers
 	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
 	(RiskTier)(0),                 // 13: steward.v1.RiskTier
-	(*durationpb.Duration)(nil),   // 14: google.protobuf.Duration
+	(*Fallback)(nil),              // 14: steward.v1.Fallback
+	(*durationpb.Duration)(nil),   // 15: google.protobuf.Duration
 }
 var file_steward_v1_contract_proto_depIdxs = []int32{
 	2,  // 0: steward.v1.Budget.milestones:type_name -> steward.v1.MilestoneBudget
@@ -1268,22 +1281,23 @@ var file_steward_v1_contract_proto_depIdxs = []int32{
 	10, // 12: steward.v1.TaskContract.limits:type_name -> steward.v1.TaskLimits
 	11, // 13: steward.v1.TaskContract.timers:type_name -> steward.v1.TaskTimers
 	3,  // 14: steward.v1.TaskContract.milestones:type_name -> steward.v1.Milestone
-	14, // 15: steward.v1.TaskTimers.approval_remind_after:type_name -> google.protobuf.Duration
-	14, // 16: steward.v1.TaskTimers.approval_suspend_after:type_name -> google.protobuf.Duration
-	14, // 17: steward.v1.TaskTimers.stall_after:type_name -> google.protobuf.Duration
-	14, // 18: steward.v1.TaskTimers.agent_ask_after:type_name -> google.protobuf.Duration
-	14, // 19: steward.v1.TaskTimers.agent_escalate_after:type_name -> google.protobuf.Duration
-	14, // 20: steward.v1.TaskTimers.agent_suspend_after:type_name -> google.protobuf.Duration
-	14, // 21: steward.v1.TaskTimers.approval_escalate_after:type_name -> google.protobuf.Duration
-	14, // 22: steward.v1.TaskTimers.input_remind_after:type_name -> google.protobuf.Duration
-	14, // 23: steward.v1.TaskTimers.input_escalate_after:type_name -> google.protobuf.Duration
-	14, // 24: steward.v1.TaskTimers.input_suspend_after:type_name -> google.protobuf.Duration
-	14, // 25: steward.v1.TaskTimers.stall_suspend_after:type_name -> google.protobuf.Duration
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	14, // 15: steward.v1.TaskContract.fallbacks:type_name -> steward.v1.Fallback
+	15, // 16: steward.v1.TaskTimers.approval_remind_after:type_name -> google.protobuf.Duration
+	15, // 17: steward.v1.TaskTimers.approval_suspend_after:type_name -> google.protobuf.Duration
+	15, // 18: steward.v1.TaskTimers.stall_after:type_name -> google.protobuf.Duration
+	15, // 19: steward.v1.TaskTimers.agent_ask_after:type_name -> google.protobuf.Duration
+	15, // 20: steward.v1.TaskTimers.agent_escalate_after:type_name -> google.protobuf.Duration
+	15, // 21: steward.v1.TaskTimers.agent_suspend_after:type_name -> google.protobuf.Duration
+	15, // 22: steward.v1.TaskTimers.approval_escalate_after:type_name -> google.protobuf.Duration
+	15, // 23: steward.v1.TaskTimers.input_remind_after:type_name -> google.protobuf.Duration
+	15, // 24: steward.v1.TaskTimers.input_escalate_after:type_name -> google.protobuf.Duration
+	15, // 25: steward.v1.TaskTimers.input_suspend_after:type_name -> google.protobuf.Duration
+	15, // 26: steward.v1.TaskTimers.stall_suspend_after:type_name -> google.protobuf.Duration
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_contract_proto_init() }
@@ -1291,6 +1305,7 @@ func file_steward_v1_contract_proto_init() {
 	if File_steward_v1_contract_proto != nil {
 		return
 	}
+	file_steward_v1_fallback_proto_init()
 	file_steward_v1_risk_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -173,6 +173,8 @@ type Event struct {
 	//	*Event_RolloutRolledBack
 	//	*Event_RolloutCompleted
 	//	*Event_RolloutTaskEnded
+	//	*Event_FallbackEngaged
+	//	*Event_FallbackCleared
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -937,6 +939,24 @@ func (x *Event) GetRolloutTaskEnded() *RolloutTaskEnded {
 	return nil
 }
 
+func (x *Event) GetFallbackEngaged() *FallbackEngaged {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_FallbackEngaged); ok {
+			return x.FallbackEngaged
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetFallbackCleared() *FallbackCleared {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_FallbackCleared); ok {
+			return x.FallbackCleared
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -1240,6 +1260,14 @@ type Event_RolloutTaskEnded struct {
 	RolloutTaskEnded *RolloutTaskEnded `protobuf:"bytes,106,opt,name=rollout_task_ended,json=rolloutTaskEnded,proto3,oneof"`
 }
 
+type Event_FallbackEngaged struct {
+	FallbackEngaged *FallbackEngaged `protobuf:"bytes,86,opt,name=fallback_engaged,json=fallbackEngaged,proto3,oneof"`
+}
+
+type Event_FallbackCleared struct {
+	FallbackCleared *FallbackCleared `protobuf:"bytes,87,opt,name=fallback_cleared,json=fallbackCleared,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -1385,6 +1413,10 @@ func (*Event_RolloutRolledBack) isEvent_Payload() {}
 func (*Event_RolloutCompleted) isEvent_Payload() {}
 
 func (*Event_RolloutTaskEnded) isEvent_Payload() {}
+
+func (*Event_FallbackEngaged) isEvent_Payload() {}
+
+func (*Event_FallbackCleared) isEvent_Payload() {}
 
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
@@ -4334,7 +4366,10 @@ type TaskProduced struct {
 	ReviewRequired bool `protobuf:"varint,4,opt,name=review_required,json=reviewRequired,proto3" json:"review_required,omitempty"`
 	// The agent's account of its work, if it gave one (MarkProduced).
 	// Events recorded before reports existed have none.
-	Report        *ExecutionReport `protobuf:"bytes,90,opt,name=report,proto3" json:"report,omitempty"`
+	Report *ExecutionReport `protobuf:"bytes,90,opt,name=report,proto3" json:"report,omitempty"`
+	// A fallback was engaged when it was produced, or an action or decision
+	// before it ran under one (docs/fallbacks.md).
+	UnderFallback bool `protobuf:"varint,91,opt,name=under_fallback,json=underFallback,proto3" json:"under_fallback,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4402,6 +4437,13 @@ func (x *TaskProduced) GetReport() *ExecutionReport {
 		return x.Report
 	}
 	return nil
+}
+
+func (x *TaskProduced) GetUnderFallback() bool {
+	if x != nil {
+		return x.UnderFallback
+	}
+	return false
 }
 
 // TaskAccepted records the acceptance owner accepting a produced result
@@ -5681,7 +5723,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x18steward/v1/rollout.proto\x1a!steward/v1/execution_report.proto\x1a\x1asteward/v1/objective.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x19steward/v1/schedule.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x86-\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x18steward/v1/rollout.proto\x1a!steward/v1/execution_report.proto\x1a\x19steward/v1/fallback.proto\x1a\x1asteward/v1/objective.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x19steward/v1/schedule.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x9a.\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -5767,7 +5809,9 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x0frollout_widened\x18g \x01(\v2\x1a.steward.v1.RolloutWidenedH\x00R\x0erolloutWidened\x12O\n" +
 	"\x13rollout_rolled_back\x18h \x01(\v2\x1d.steward.v1.RolloutRolledBackH\x00R\x11rolloutRolledBack\x12K\n" +
 	"\x11rollout_completed\x18i \x01(\v2\x1c.steward.v1.RolloutCompletedH\x00R\x10rolloutCompleted\x12L\n" +
-	"\x12rollout_task_ended\x18j \x01(\v2\x1c.steward.v1.RolloutTaskEndedH\x00R\x10rolloutTaskEnded\x12\x12\n" +
+	"\x12rollout_task_ended\x18j \x01(\v2\x1c.steward.v1.RolloutTaskEndedH\x00R\x10rolloutTaskEnded\x12H\n" +
+	"\x10fallback_engaged\x18V \x01(\v2\x1b.steward.v1.FallbackEngagedH\x00R\x0ffallbackEngaged\x12H\n" +
+	"\x10fallback_cleared\x18W \x01(\v2\x1b.steward.v1.FallbackClearedH\x00R\x0ffallbackCleared\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
@@ -5983,13 +6027,14 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\rcredential_id\x18\x01 \x01(\tR\fcredentialId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"E\n" +
 	"\x11ArtifactSubmitted\x120\n" +
-	"\bartifact\x18\x01 \x01(\v2\x14.steward.v1.ArtifactR\bartifact\"\xd5\x01\n" +
+	"\bartifact\x18\x01 \x01(\v2\x14.steward.v1.ArtifactR\bartifact\"\xfc\x01\n" +
 	"\fTaskProduced\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\rR\x05round\x123\n" +
 	"\x06checks\x18\x02 \x03(\v2\x1b.steward.v1.CriterionResultR\x06checks\x12\x1c\n" +
 	"\tartifacts\x18\x03 \x03(\tR\tartifacts\x12'\n" +
 	"\x0freview_required\x18\x04 \x01(\bR\x0ereviewRequired\x123\n" +
-	"\x06report\x18Z \x01(\v2\x1b.steward.v1.ExecutionReportR\x06report\"<\n" +
+	"\x06report\x18Z \x01(\v2\x1b.steward.v1.ExecutionReportR\x06report\x12%\n" +
+	"\x0eunder_fallback\x18[ \x01(\bR\runderFallback\"<\n" +
 	"\fTaskAccepted\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\rR\x05round\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\">\n" +
@@ -6174,47 +6219,49 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*RolloutRolledBack)(nil),         // 75: steward.v1.RolloutRolledBack
 	(*RolloutCompleted)(nil),          // 76: steward.v1.RolloutCompleted
 	(*RolloutTaskEnded)(nil),          // 77: steward.v1.RolloutTaskEnded
-	(*TaskContract)(nil),              // 78: steward.v1.TaskContract
-	(*ForkOrigin)(nil),                // 79: steward.v1.ForkOrigin
-	(*ScheduleRun)(nil),               // 80: steward.v1.ScheduleRun
-	(*RolloutAssignment)(nil),         // 81: steward.v1.RolloutAssignment
-	(TaskStatus)(0),                   // 82: steward.v1.TaskStatus
-	(NeedsInputCause)(0),              // 83: steward.v1.NeedsInputCause
-	(*Finding)(nil),                   // 84: steward.v1.Finding
-	(*Plan)(nil),                      // 85: steward.v1.Plan
-	(*PlanRevision)(nil),              // 86: steward.v1.PlanRevision
-	(*SealedSecret)(nil),              // 87: steward.v1.SealedSecret
-	(*PolicySnapshot)(nil),            // 88: steward.v1.PolicySnapshot
-	(*SignedEvent)(nil),               // 89: steward.v1.SignedEvent
-	(StepStatus)(0),                   // 90: steward.v1.StepStatus
-	(*structpb.Value)(nil),            // 91: google.protobuf.Value
-	(SuspendCause)(0),                 // 92: steward.v1.SuspendCause
-	(*Action)(nil),                    // 93: steward.v1.Action
-	(*Approval)(nil),                  // 94: steward.v1.Approval
-	(ApprovalDecision)(0),             // 95: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil),    // 96: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),              // 97: steward.v1.ActionPermit
-	(*SignedPermit)(nil),              // 98: steward.v1.SignedPermit
-	(*Outcome)(nil),                   // 99: steward.v1.Outcome
-	(WaitKind)(0),                     // 100: steward.v1.WaitKind
-	(SettleState)(0),                  // 101: steward.v1.SettleState
-	(RevalidationReason)(0),           // 102: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),       // 103: google.protobuf.Duration
-	(*ToolContract)(nil),              // 104: steward.v1.ToolContract
-	(*SignedCredential)(nil),          // 105: steward.v1.SignedCredential
-	(*Artifact)(nil),                  // 106: steward.v1.Artifact
-	(*CriterionResult)(nil),           // 107: steward.v1.CriterionResult
-	(*ExecutionReport)(nil),           // 108: steward.v1.ExecutionReport
-	(*Decision)(nil),                  // 109: steward.v1.Decision
-	(*ContextItem)(nil),               // 110: steward.v1.ContextItem
-	(*ScheduleSpec)(nil),              // 111: steward.v1.ScheduleSpec
-	(*ScheduleTemplate)(nil),          // 112: steward.v1.ScheduleTemplate
-	(*Overlap)(nil),                   // 113: steward.v1.Overlap
-	(*CatchUp)(nil),                   // 114: steward.v1.CatchUp
-	(*ScheduleFiring)(nil),            // 115: steward.v1.ScheduleFiring
-	(*ScheduleRunEnd)(nil),            // 116: steward.v1.ScheduleRunEnd
-	(*Objective)(nil),                 // 117: steward.v1.Objective
-	(ObjectiveStatus)(0),              // 118: steward.v1.ObjectiveStatus
+	(*FallbackEngaged)(nil),           // 78: steward.v1.FallbackEngaged
+	(*FallbackCleared)(nil),           // 79: steward.v1.FallbackCleared
+	(*TaskContract)(nil),              // 80: steward.v1.TaskContract
+	(*ForkOrigin)(nil),                // 81: steward.v1.ForkOrigin
+	(*ScheduleRun)(nil),               // 82: steward.v1.ScheduleRun
+	(*RolloutAssignment)(nil),         // 83: steward.v1.RolloutAssignment
+	(TaskStatus)(0),                   // 84: steward.v1.TaskStatus
+	(NeedsInputCause)(0),              // 85: steward.v1.NeedsInputCause
+	(*Finding)(nil),                   // 86: steward.v1.Finding
+	(*Plan)(nil),                      // 87: steward.v1.Plan
+	(*PlanRevision)(nil),              // 88: steward.v1.PlanRevision
+	(*SealedSecret)(nil),              // 89: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),            // 90: steward.v1.PolicySnapshot
+	(*SignedEvent)(nil),               // 91: steward.v1.SignedEvent
+	(StepStatus)(0),                   // 92: steward.v1.StepStatus
+	(*structpb.Value)(nil),            // 93: google.protobuf.Value
+	(SuspendCause)(0),                 // 94: steward.v1.SuspendCause
+	(*Action)(nil),                    // 95: steward.v1.Action
+	(*Approval)(nil),                  // 96: steward.v1.Approval
+	(ApprovalDecision)(0),             // 97: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil),    // 98: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),              // 99: steward.v1.ActionPermit
+	(*SignedPermit)(nil),              // 100: steward.v1.SignedPermit
+	(*Outcome)(nil),                   // 101: steward.v1.Outcome
+	(WaitKind)(0),                     // 102: steward.v1.WaitKind
+	(SettleState)(0),                  // 103: steward.v1.SettleState
+	(RevalidationReason)(0),           // 104: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),       // 105: google.protobuf.Duration
+	(*ToolContract)(nil),              // 106: steward.v1.ToolContract
+	(*SignedCredential)(nil),          // 107: steward.v1.SignedCredential
+	(*Artifact)(nil),                  // 108: steward.v1.Artifact
+	(*CriterionResult)(nil),           // 109: steward.v1.CriterionResult
+	(*ExecutionReport)(nil),           // 110: steward.v1.ExecutionReport
+	(*Decision)(nil),                  // 111: steward.v1.Decision
+	(*ContextItem)(nil),               // 112: steward.v1.ContextItem
+	(*ScheduleSpec)(nil),              // 113: steward.v1.ScheduleSpec
+	(*ScheduleTemplate)(nil),          // 114: steward.v1.ScheduleTemplate
+	(*Overlap)(nil),                   // 115: steward.v1.Overlap
+	(*CatchUp)(nil),                   // 116: steward.v1.CatchUp
+	(*ScheduleFiring)(nil),            // 117: steward.v1.ScheduleFiring
+	(*ScheduleRunEnd)(nil),            // 118: steward.v1.ScheduleRunEnd
+	(*Objective)(nil),                 // 119: steward.v1.Objective
+	(ObjectiveStatus)(0),              // 120: steward.v1.ObjectiveStatus
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
 	69,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
@@ -6292,73 +6339,75 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	75,  // 72: steward.v1.Event.rollout_rolled_back:type_name -> steward.v1.RolloutRolledBack
 	76,  // 73: steward.v1.Event.rollout_completed:type_name -> steward.v1.RolloutCompleted
 	77,  // 74: steward.v1.Event.rollout_task_ended:type_name -> steward.v1.RolloutTaskEnded
-	78,  // 75: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	79,  // 76: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
-	80,  // 77: steward.v1.TaskCreated.schedule_run:type_name -> steward.v1.ScheduleRun
-	81,  // 78: steward.v1.TaskCreated.rollout_assignments:type_name -> steward.v1.RolloutAssignment
-	82,  // 79: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	83,  // 80: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	69,  // 81: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	69,  // 82: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	84,  // 83: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	85,  // 84: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	86,  // 85: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	87,  // 86: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
-	88,  // 87: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	89,  // 88: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
-	69,  // 89: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	90,  // 90: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	91,  // 91: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	92,  // 92: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	69,  // 93: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	93,  // 94: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	88,  // 95: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	89,  // 96: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
-	94,  // 97: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	89,  // 98: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
-	95,  // 99: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	96,  // 100: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	97,  // 101: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	88,  // 102: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	98,  // 103: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	99,  // 104: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	100, // 105: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	69,  // 106: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	101, // 107: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	102, // 108: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	103, // 109: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	103, // 110: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
-	0,   // 111: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,   // 112: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	69,  // 113: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	104, // 114: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,   // 115: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	105, // 116: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	105, // 117: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	106, // 118: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	107, // 119: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	108, // 120: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
-	109, // 121: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	103, // 122: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
-	103, // 123: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
-	103, // 124: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
-	103, // 125: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
-	110, // 126: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	111, // 127: steward.v1.ScheduleCreated.spec:type_name -> steward.v1.ScheduleSpec
-	112, // 128: steward.v1.ScheduleCreated.template:type_name -> steward.v1.ScheduleTemplate
-	113, // 129: steward.v1.ScheduleCreated.overlap:type_name -> steward.v1.Overlap
-	114, // 130: steward.v1.ScheduleCreated.catch_up:type_name -> steward.v1.CatchUp
-	115, // 131: steward.v1.ScheduleFired.firing:type_name -> steward.v1.ScheduleFiring
-	69,  // 132: steward.v1.ScheduleRunStarted.firing_time:type_name -> google.protobuf.Timestamp
-	116, // 133: steward.v1.ScheduleRunEnded.end:type_name -> steward.v1.ScheduleRunEnd
-	105, // 134: steward.v1.ScheduleCredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	117, // 135: steward.v1.ObjectiveCreated.objective:type_name -> steward.v1.Objective
-	118, // 136: steward.v1.ObjectiveClosed.status:type_name -> steward.v1.ObjectiveStatus
-	137, // [137:137] is the sub-list for method output_type
-	137, // [137:137] is the sub-list for method input_type
-	137, // [137:137] is the sub-list for extension type_name
-	137, // [137:137] is the sub-list for extension extendee
-	0,   // [0:137] is the sub-list for field type_name
+	78,  // 75: steward.v1.Event.fallback_engaged:type_name -> steward.v1.FallbackEngaged
+	79,  // 76: steward.v1.Event.fallback_cleared:type_name -> steward.v1.FallbackCleared
+	80,  // 77: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	81,  // 78: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
+	82,  // 79: steward.v1.TaskCreated.schedule_run:type_name -> steward.v1.ScheduleRun
+	83,  // 80: steward.v1.TaskCreated.rollout_assignments:type_name -> steward.v1.RolloutAssignment
+	84,  // 81: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	85,  // 82: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	69,  // 83: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	69,  // 84: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	86,  // 85: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	87,  // 86: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	88,  // 87: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	89,  // 88: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	90,  // 89: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	91,  // 90: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
+	69,  // 91: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	92,  // 92: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	93,  // 93: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	94,  // 94: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	69,  // 95: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	95,  // 96: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	90,  // 97: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	91,  // 98: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
+	96,  // 99: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	91,  // 100: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
+	97,  // 101: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	98,  // 102: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	99,  // 103: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	90,  // 104: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	100, // 105: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	101, // 106: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	102, // 107: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	69,  // 108: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	103, // 109: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	104, // 110: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	105, // 111: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	105, // 112: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
+	0,   // 113: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,   // 114: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	69,  // 115: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	106, // 116: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,   // 117: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	107, // 118: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	107, // 119: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	108, // 120: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	109, // 121: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	110, // 122: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
+	111, // 123: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	105, // 124: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
+	105, // 125: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
+	105, // 126: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
+	105, // 127: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
+	112, // 128: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	113, // 129: steward.v1.ScheduleCreated.spec:type_name -> steward.v1.ScheduleSpec
+	114, // 130: steward.v1.ScheduleCreated.template:type_name -> steward.v1.ScheduleTemplate
+	115, // 131: steward.v1.ScheduleCreated.overlap:type_name -> steward.v1.Overlap
+	116, // 132: steward.v1.ScheduleCreated.catch_up:type_name -> steward.v1.CatchUp
+	117, // 133: steward.v1.ScheduleFired.firing:type_name -> steward.v1.ScheduleFiring
+	69,  // 134: steward.v1.ScheduleRunStarted.firing_time:type_name -> google.protobuf.Timestamp
+	118, // 135: steward.v1.ScheduleRunEnded.end:type_name -> steward.v1.ScheduleRunEnd
+	107, // 136: steward.v1.ScheduleCredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	119, // 137: steward.v1.ObjectiveCreated.objective:type_name -> steward.v1.Objective
+	120, // 138: steward.v1.ObjectiveClosed.status:type_name -> steward.v1.ObjectiveStatus
+	139, // [139:139] is the sub-list for method output_type
+	139, // [139:139] is the sub-list for method input_type
+	139, // [139:139] is the sub-list for extension type_name
+	139, // [139:139] is the sub-list for extension extendee
+	0,   // [0:139] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -6373,6 +6422,7 @@ func file_steward_v1_event_proto_init() {
 	file_steward_v1_decision_proto_init()
 	file_steward_v1_rollout_proto_init()
 	file_steward_v1_execution_report_proto_init()
+	file_steward_v1_fallback_proto_init()
 	file_steward_v1_objective_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_revision_proto_init()
@@ -6453,6 +6503,8 @@ func file_steward_v1_event_proto_init() {
 		(*Event_RolloutRolledBack)(nil),
 		(*Event_RolloutCompleted)(nil),
 		(*Event_RolloutTaskEnded)(nil),
+		(*Event_FallbackEngaged)(nil),
+		(*Event_FallbackCleared)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -291,8 +291,14 @@ type Receipt struct {
 	// The revisions that never took effect: rejected, denied by policy, or
 	// still open. Their contracts are left out (their hashes name them).
 	ContractRevisions []*ContractRevision `protobuf:"bytes,81,rep,name=contract_revisions,json=contractRevisions,proto3" json:"contract_revisions,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Every engagement of a declared fallback (docs/fallbacks.md).
+	FallbackEngagements []*FallbackEngagement `protobuf:"bytes,94,rep,name=fallback_engagements,json=fallbackEngagements,proto3" json:"fallback_engagements,omitempty"`
+	// Model changes no fallback declares; each is also a warning.
+	UndeclaredModelSwaps []*UndeclaredModelSwap `protobuf:"bytes,95,rep,name=undeclared_model_swaps,json=undeclaredModelSwaps,proto3" json:"undeclared_model_swaps,omitempty"`
+	// The result was produced under a fallback (Task.produced_under_fallback).
+	ProducedUnderFallback bool `protobuf:"varint,96,opt,name=produced_under_fallback,json=producedUnderFallback,proto3" json:"produced_under_fallback,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Receipt) Reset() {
@@ -603,6 +609,27 @@ func (x *Receipt) GetContractRevisions() []*ContractRevision {
 		return x.ContractRevisions
 	}
 	return nil
+}
+
+func (x *Receipt) GetFallbackEngagements() []*FallbackEngagement {
+	if x != nil {
+		return x.FallbackEngagements
+	}
+	return nil
+}
+
+func (x *Receipt) GetUndeclaredModelSwaps() []*UndeclaredModelSwap {
+	if x != nil {
+		return x.UndeclaredModelSwaps
+	}
+	return nil
+}
+
+func (x *Receipt) GetProducedUnderFallback() bool {
+	if x != nil {
+		return x.ProducedUnderFallback
+	}
+	return false
 }
 
 // ReceiptWarning is one thing still unresolved.
@@ -2045,7 +2072,7 @@ var File_steward_v1_receipt_proto protoreflect.FileDescriptor
 const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\n" +
 	"\x18steward/v1/receipt.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x18steward/v1/rollout.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x90\x10\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x19steward/v1/fallback.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x18steward/v1/rollout.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xf2\x11\n" +
 	"\aReceipt\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -2094,7 +2121,10 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\x12agent_report_round\x18] \x01(\rR\x10agentReportRound\x12N\n" +
 	"\x13rollout_assignments\x18a \x03(\v2\x1d.steward.v1.RolloutAssignmentR\x12rolloutAssignments\x12H\n" +
 	"\x11contract_versions\x18P \x03(\v2\x1b.steward.v1.ContractVersionR\x10contractVersions\x12K\n" +
-	"\x12contract_revisions\x18Q \x03(\v2\x1c.steward.v1.ContractRevisionR\x11contractRevisions\"n\n" +
+	"\x12contract_revisions\x18Q \x03(\v2\x1c.steward.v1.ContractRevisionR\x11contractRevisions\x12Q\n" +
+	"\x14fallback_engagements\x18^ \x03(\v2\x1e.steward.v1.FallbackEngagementR\x13fallbackEngagements\x12U\n" +
+	"\x16undeclared_model_swaps\x18_ \x03(\v2\x1f.steward.v1.UndeclaredModelSwapR\x14undeclaredModelSwaps\x126\n" +
+	"\x17produced_under_fallback\x18` \x01(\bR\x15producedUnderFallback\"n\n" +
 	"\x0eReceiptWarning\x122\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1e.steward.v1.ReceiptWarningKindR\x04kind\x12\x14\n" +
 	"\x05about\x18\x02 \x01(\tR\x05about\x12\x12\n" +
@@ -2330,15 +2360,17 @@ var file_steward_v1_receipt_proto_goTypes = []any{
 	(*RolloutAssignment)(nil),     // 27: steward.v1.RolloutAssignment
 	(*ContractVersion)(nil),       // 28: steward.v1.ContractVersion
 	(*ContractRevision)(nil),      // 29: steward.v1.ContractRevision
-	(*PlanStepState)(nil),         // 30: steward.v1.PlanStepState
-	(PlanGovernance)(0),           // 31: steward.v1.PlanGovernance
-	(*PlanRevision)(nil),          // 32: steward.v1.PlanRevision
-	(NeedsInputCause)(0),          // 33: steward.v1.NeedsInputCause
-	(EffectClass)(0),              // 34: steward.v1.EffectClass
-	(ActionStatus)(0),             // 35: steward.v1.ActionStatus
-	(FailureClass)(0),             // 36: steward.v1.FailureClass
-	(PolicyDecision)(0),           // 37: steward.v1.PolicyDecision
-	(ApprovalDecision)(0),         // 38: steward.v1.ApprovalDecision
+	(*FallbackEngagement)(nil),    // 30: steward.v1.FallbackEngagement
+	(*UndeclaredModelSwap)(nil),   // 31: steward.v1.UndeclaredModelSwap
+	(*PlanStepState)(nil),         // 32: steward.v1.PlanStepState
+	(PlanGovernance)(0),           // 33: steward.v1.PlanGovernance
+	(*PlanRevision)(nil),          // 34: steward.v1.PlanRevision
+	(NeedsInputCause)(0),          // 35: steward.v1.NeedsInputCause
+	(EffectClass)(0),              // 36: steward.v1.EffectClass
+	(ActionStatus)(0),             // 37: steward.v1.ActionStatus
+	(FailureClass)(0),             // 38: steward.v1.FailureClass
+	(PolicyDecision)(0),           // 39: steward.v1.PolicyDecision
+	(ApprovalDecision)(0),         // 40: steward.v1.ApprovalDecision
 }
 var file_steward_v1_receipt_proto_depIdxs = []int32{
 	16, // 0: steward.v1.Receipt.status:type_name -> steward.v1.TaskStatus
@@ -2368,43 +2400,45 @@ var file_steward_v1_receipt_proto_depIdxs = []int32{
 	27, // 24: steward.v1.Receipt.rollout_assignments:type_name -> steward.v1.RolloutAssignment
 	28, // 25: steward.v1.Receipt.contract_versions:type_name -> steward.v1.ContractVersion
 	29, // 26: steward.v1.Receipt.contract_revisions:type_name -> steward.v1.ContractRevision
-	0,  // 27: steward.v1.ReceiptWarning.kind:type_name -> steward.v1.ReceiptWarningKind
-	5,  // 28: steward.v1.ReceiptBreakdown.milestones:type_name -> steward.v1.ReceiptCostRow
-	5,  // 29: steward.v1.ReceiptBreakdown.steps:type_name -> steward.v1.ReceiptCostRow
-	5,  // 30: steward.v1.ReceiptBreakdown.most_failed_milestone:type_name -> steward.v1.ReceiptCostRow
-	5,  // 31: steward.v1.ReceiptBreakdown.most_failed_step:type_name -> steward.v1.ReceiptCostRow
-	1,  // 32: steward.v1.ReceiptCostRow.kind:type_name -> steward.v1.ReceiptCostRowKind
-	18, // 33: steward.v1.ReceiptCostRow.started_at:type_name -> google.protobuf.Timestamp
-	18, // 34: steward.v1.ReceiptCostRow.ended_at:type_name -> google.protobuf.Timestamp
-	19, // 35: steward.v1.ReceiptCostRow.elapsed:type_name -> google.protobuf.Duration
-	8,  // 36: steward.v1.ReceiptPlan.versions:type_name -> steward.v1.ReceiptPlanVersion
-	30, // 37: steward.v1.ReceiptPlan.steps:type_name -> steward.v1.PlanStepState
-	30, // 38: steward.v1.ReceiptPlan.retired:type_name -> steward.v1.PlanStepState
-	18, // 39: steward.v1.ReceiptPlanVersion.submitted_at:type_name -> google.protobuf.Timestamp
-	31, // 40: steward.v1.ReceiptPlanVersion.governance:type_name -> steward.v1.PlanGovernance
-	32, // 41: steward.v1.ReceiptPlanVersion.revision:type_name -> steward.v1.PlanRevision
-	33, // 42: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
-	18, // 43: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
-	18, // 44: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
-	18, // 45: steward.v1.ReceiptQuestion.reminded_at:type_name -> google.protobuf.Timestamp
-	18, // 46: steward.v1.ReceiptQuestion.escalated_at:type_name -> google.protobuf.Timestamp
-	18, // 47: steward.v1.ReceiptQuestion.suspended_at:type_name -> google.protobuf.Timestamp
-	34, // 48: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
-	35, // 49: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
-	36, // 50: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
-	37, // 51: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
-	18, // 52: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
-	18, // 53: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
-	38, // 54: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
-	18, // 55: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
-	18, // 56: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
-	18, // 57: steward.v1.ReceiptApproval.escalated_at:type_name -> google.protobuf.Timestamp
-	18, // 58: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
-	59, // [59:59] is the sub-list for method output_type
-	59, // [59:59] is the sub-list for method input_type
-	59, // [59:59] is the sub-list for extension type_name
-	59, // [59:59] is the sub-list for extension extendee
-	0,  // [0:59] is the sub-list for field type_name
+	30, // 27: steward.v1.Receipt.fallback_engagements:type_name -> steward.v1.FallbackEngagement
+	31, // 28: steward.v1.Receipt.undeclared_model_swaps:type_name -> steward.v1.UndeclaredModelSwap
+	0,  // 29: steward.v1.ReceiptWarning.kind:type_name -> steward.v1.ReceiptWarningKind
+	5,  // 30: steward.v1.ReceiptBreakdown.milestones:type_name -> steward.v1.ReceiptCostRow
+	5,  // 31: steward.v1.ReceiptBreakdown.steps:type_name -> steward.v1.ReceiptCostRow
+	5,  // 32: steward.v1.ReceiptBreakdown.most_failed_milestone:type_name -> steward.v1.ReceiptCostRow
+	5,  // 33: steward.v1.ReceiptBreakdown.most_failed_step:type_name -> steward.v1.ReceiptCostRow
+	1,  // 34: steward.v1.ReceiptCostRow.kind:type_name -> steward.v1.ReceiptCostRowKind
+	18, // 35: steward.v1.ReceiptCostRow.started_at:type_name -> google.protobuf.Timestamp
+	18, // 36: steward.v1.ReceiptCostRow.ended_at:type_name -> google.protobuf.Timestamp
+	19, // 37: steward.v1.ReceiptCostRow.elapsed:type_name -> google.protobuf.Duration
+	8,  // 38: steward.v1.ReceiptPlan.versions:type_name -> steward.v1.ReceiptPlanVersion
+	32, // 39: steward.v1.ReceiptPlan.steps:type_name -> steward.v1.PlanStepState
+	32, // 40: steward.v1.ReceiptPlan.retired:type_name -> steward.v1.PlanStepState
+	18, // 41: steward.v1.ReceiptPlanVersion.submitted_at:type_name -> google.protobuf.Timestamp
+	33, // 42: steward.v1.ReceiptPlanVersion.governance:type_name -> steward.v1.PlanGovernance
+	34, // 43: steward.v1.ReceiptPlanVersion.revision:type_name -> steward.v1.PlanRevision
+	35, // 44: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
+	18, // 45: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
+	18, // 46: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
+	18, // 47: steward.v1.ReceiptQuestion.reminded_at:type_name -> google.protobuf.Timestamp
+	18, // 48: steward.v1.ReceiptQuestion.escalated_at:type_name -> google.protobuf.Timestamp
+	18, // 49: steward.v1.ReceiptQuestion.suspended_at:type_name -> google.protobuf.Timestamp
+	36, // 50: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
+	37, // 51: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
+	38, // 52: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
+	39, // 53: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
+	18, // 54: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
+	18, // 55: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
+	40, // 56: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
+	18, // 57: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
+	18, // 58: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
+	18, // 59: steward.v1.ReceiptApproval.escalated_at:type_name -> google.protobuf.Timestamp
+	18, // 60: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
+	61, // [61:61] is the sub-list for method output_type
+	61, // [61:61] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_receipt_proto_init() }
@@ -2417,6 +2451,7 @@ func file_steward_v1_receipt_proto_init() {
 	file_steward_v1_contract_proto_init()
 	file_steward_v1_decision_proto_init()
 	file_steward_v1_execution_report_proto_init()
+	file_steward_v1_fallback_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_revision_proto_init()
 	file_steward_v1_rollout_proto_init()

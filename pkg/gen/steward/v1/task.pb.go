@@ -775,6 +775,15 @@ type Task struct {
 	// Every revision proposed, in order, whatever became of it; at most
 	// one is open.
 	ContractRevisions []*ContractRevision `protobuf:"bytes,83,rep,name=contract_revisions,json=contractRevisions,proto3" json:"contract_revisions,omitempty"`
+	// Every engagement of a declared fallback, in order; at most one per
+	// fallback is open (cleared_at unset) (docs/fallbacks.md).
+	FallbackEngagements []*FallbackEngagement `protobuf:"bytes,84,rep,name=fallback_engagements,json=fallbackEngagements,proto3" json:"fallback_engagements,omitempty"`
+	// Model changes between consecutive decisions no fallback declares.
+	UndeclaredModelSwaps []*UndeclaredModelSwap `protobuf:"bytes,85,rep,name=undeclared_model_swaps,json=undeclaredModelSwaps,proto3" json:"undeclared_model_swaps,omitempty"`
+	// Whether the latest produced result was made under a fallback: one was
+	// engaged when it was produced, or an action or decision before it ran
+	// under one.
+	ProducedUnderFallback bool `protobuf:"varint,86,opt,name=produced_under_fallback,json=producedUnderFallback,proto3" json:"produced_under_fallback,omitempty"`
 	// Set on a schedule's run: its schedule, its firing and the previous
 	// run, whose result it may read (docs/schedules.md).
 	ScheduleRun *ScheduleRun `protobuf:"bytes,70,opt,name=schedule_run,json=scheduleRun,proto3" json:"schedule_run,omitempty"`
@@ -1100,6 +1109,27 @@ func (x *Task) GetContractRevisions() []*ContractRevision {
 		return x.ContractRevisions
 	}
 	return nil
+}
+
+func (x *Task) GetFallbackEngagements() []*FallbackEngagement {
+	if x != nil {
+		return x.FallbackEngagements
+	}
+	return nil
+}
+
+func (x *Task) GetUndeclaredModelSwaps() []*UndeclaredModelSwap {
+	if x != nil {
+		return x.UndeclaredModelSwaps
+	}
+	return nil
+}
+
+func (x *Task) GetProducedUnderFallback() bool {
+	if x != nil {
+		return x.ProducedUnderFallback
+	}
+	return false
 }
 
 func (x *Task) GetScheduleRun() *ScheduleRun {
@@ -1503,7 +1533,7 @@ var File_steward_v1_task_proto protoreflect.FileDescriptor
 const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"\x15steward/v1/task.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x18steward/v1/rollout.proto\x1a\x19steward/v1/schedule.proto\"\xe2\x03\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x19steward/v1/fallback.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x18steward/v1/rollout.proto\x1a\x19steward/v1/schedule.proto\"\xe2\x03\n" +
 	"\fInputRequest\x121\n" +
 	"\x05cause\x18\x01 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
 	"\bquestion\x18\x02 \x01(\tR\bquestion\x12\x18\n" +
@@ -1533,7 +1563,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xa6\x11\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\x88\x13\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\x06status\x12#\n" +
@@ -1591,7 +1621,10 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\x10contract_version\x18P \x01(\rR\x0fcontractVersion\x12#\n" +
 	"\rcontract_hash\x18Q \x01(\tR\fcontractHash\x12H\n" +
 	"\x11contract_versions\x18R \x03(\v2\x1b.steward.v1.ContractVersionR\x10contractVersions\x12K\n" +
-	"\x12contract_revisions\x18S \x03(\v2\x1c.steward.v1.ContractRevisionR\x11contractRevisions\x12:\n" +
+	"\x12contract_revisions\x18S \x03(\v2\x1c.steward.v1.ContractRevisionR\x11contractRevisions\x12Q\n" +
+	"\x14fallback_engagements\x18T \x03(\v2\x1e.steward.v1.FallbackEngagementR\x13fallbackEngagements\x12U\n" +
+	"\x16undeclared_model_swaps\x18U \x03(\v2\x1f.steward.v1.UndeclaredModelSwapR\x14undeclaredModelSwaps\x126\n" +
+	"\x17produced_under_fallback\x18V \x01(\bR\x15producedUnderFallback\x12:\n" +
 	"\fschedule_run\x18F \x01(\v2\x17.steward.v1.ScheduleRunR\vscheduleRun\x12N\n" +
 	"\x13rollout_assignments\x18W \x03(\v2\x1d.steward.v1.RolloutAssignmentR\x12rolloutAssignments\"\x8f\x04\n" +
 	"\x0eMilestoneState\x12!\n" +
@@ -1722,8 +1755,10 @@ var file_steward_v1_task_proto_goTypes = []any{
 	(*ContextItem)(nil),           // 21: steward.v1.ContextItem
 	(*ContractVersion)(nil),       // 22: steward.v1.ContractVersion
 	(*ContractRevision)(nil),      // 23: steward.v1.ContractRevision
-	(*ScheduleRun)(nil),           // 24: steward.v1.ScheduleRun
-	(*RolloutAssignment)(nil),     // 25: steward.v1.RolloutAssignment
+	(*FallbackEngagement)(nil),    // 24: steward.v1.FallbackEngagement
+	(*UndeclaredModelSwap)(nil),   // 25: steward.v1.UndeclaredModelSwap
+	(*ScheduleRun)(nil),           // 26: steward.v1.ScheduleRun
+	(*RolloutAssignment)(nil),     // 27: steward.v1.RolloutAssignment
 }
 var file_steward_v1_task_proto_depIdxs = []int32{
 	2,  // 0: steward.v1.InputRequest.cause:type_name -> steward.v1.NeedsInputCause
@@ -1758,17 +1793,19 @@ var file_steward_v1_task_proto_depIdxs = []int32{
 	9,  // 29: steward.v1.Task.milestones:type_name -> steward.v1.MilestoneState
 	22, // 30: steward.v1.Task.contract_versions:type_name -> steward.v1.ContractVersion
 	23, // 31: steward.v1.Task.contract_revisions:type_name -> steward.v1.ContractRevision
-	24, // 32: steward.v1.Task.schedule_run:type_name -> steward.v1.ScheduleRun
-	25, // 33: steward.v1.Task.rollout_assignments:type_name -> steward.v1.RolloutAssignment
-	4,  // 34: steward.v1.MilestoneState.status:type_name -> steward.v1.MilestoneStatus
-	13, // 35: steward.v1.MilestoneState.progressed_at:type_name -> google.protobuf.Timestamp
-	8,  // 36: steward.v1.ForkOrigin.state:type_name -> steward.v1.Task
-	12, // 37: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
-	38, // [38:38] is the sub-list for method output_type
-	38, // [38:38] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	24, // 32: steward.v1.Task.fallback_engagements:type_name -> steward.v1.FallbackEngagement
+	25, // 33: steward.v1.Task.undeclared_model_swaps:type_name -> steward.v1.UndeclaredModelSwap
+	26, // 34: steward.v1.Task.schedule_run:type_name -> steward.v1.ScheduleRun
+	27, // 35: steward.v1.Task.rollout_assignments:type_name -> steward.v1.RolloutAssignment
+	4,  // 36: steward.v1.MilestoneState.status:type_name -> steward.v1.MilestoneStatus
+	13, // 37: steward.v1.MilestoneState.progressed_at:type_name -> google.protobuf.Timestamp
+	8,  // 38: steward.v1.ForkOrigin.state:type_name -> steward.v1.Task
+	12, // 39: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_proto_init() }
@@ -1781,6 +1818,7 @@ func file_steward_v1_task_proto_init() {
 	file_steward_v1_contract_proto_init()
 	file_steward_v1_credential_proto_init()
 	file_steward_v1_decision_proto_init()
+	file_steward_v1_fallback_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_revision_proto_init()
 	file_steward_v1_rollout_proto_init()

@@ -997,6 +997,19 @@ export declare type Action = Message<"steward.v1.Action"> & {
    * @generated from field: string rollout_id = 83;
    */
   rolloutId: string;
+
+  /**
+   * Drafted against a declared fallback: the tool the proposal named (the
+   * primary), and the fallback's id (docs/fallbacks.md).
+   *
+   * @generated from field: string fallback_of = 81;
+   */
+  fallbackOf: string;
+
+  /**
+   * @generated from field: string fallback_id = 82;
+   */
+  fallbackId: string;
 };
 
 /**

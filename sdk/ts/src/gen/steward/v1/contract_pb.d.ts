@@ -6,6 +6,7 @@ import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2"
 import type { Message } from "@bufbuild/protobuf";
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
 import type { RiskTier } from "./risk_pb.js";
+import type { Fallback } from "./fallback_pb.js";
 
 /**
  * Describes the file steward/v1/contract.proto.
@@ -463,6 +464,14 @@ export declare type TaskContract = Message<"steward.v1.TaskContract"> & {
    * @generated from field: repeated steward.v1.Milestone milestones = 26;
    */
   milestones: Milestone[];
+
+  /**
+   * What the task may use in place of a tool or model, when, and how it
+   * comes back (docs/fallbacks.md). Fixed at creation: not revisable.
+   *
+   * @generated from field: repeated steward.v1.Fallback fallbacks = 27;
+   */
+  fallbacks: Fallback[];
 };
 
 /**

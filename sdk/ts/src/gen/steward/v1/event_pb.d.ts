@@ -7,6 +7,7 @@ import type { Message } from "@bufbuild/protobuf";
 import type { Duration, Timestamp, Value } from "@bufbuild/protobuf/wkt";
 import type { ContractRevisionDecided, ContractRevisionEvaluated, ContractRevisionProposed } from "./revision_pb.js";
 import type { RolloutAssignment, RolloutCompleted, RolloutRolledBack, RolloutStarted, RolloutTaskEnded, RolloutWidened } from "./rollout_pb.js";
+import type { FallbackCleared, FallbackEngaged } from "./fallback_pb.js";
 import type { TaskContract } from "./contract_pb.js";
 import type { Finding, ForkOrigin, NeedsInputCause, SuspendCause, TaskStatus } from "./task_pb.js";
 import type { CatchUp, Overlap, ScheduleFiring, ScheduleRun, ScheduleRunEnd, ScheduleSpec, ScheduleTemplate } from "./schedule_pb.js";
@@ -530,6 +531,18 @@ export declare type Event = Message<"steward.v1.Event"> & {
      */
     value: RolloutTaskEnded;
     case: "rolloutTaskEnded";
+  } | {
+    /**
+     * @generated from field: steward.v1.FallbackEngaged fallback_engaged = 86;
+     */
+    value: FallbackEngaged;
+    case: "fallbackEngaged";
+  } | {
+    /**
+     * @generated from field: steward.v1.FallbackCleared fallback_cleared = 87;
+     */
+    value: FallbackCleared;
+    case: "fallbackCleared";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -2101,6 +2114,14 @@ export declare type TaskProduced = Message<"steward.v1.TaskProduced"> & {
    * @generated from field: steward.v1.ExecutionReport report = 90;
    */
   report?: ExecutionReport | undefined;
+
+  /**
+   * A fallback was engaged when it was produced, or an action or decision
+   * before it ran under one (docs/fallbacks.md).
+   *
+   * @generated from field: bool under_fallback = 91;
+   */
+  underFallback: boolean;
 };
 
 /**

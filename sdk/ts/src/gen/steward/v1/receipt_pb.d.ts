@@ -12,6 +12,7 @@ import type { ContextItem, Decision } from "./decision_pb.js";
 import type { ExecutionReport } from "./execution_report_pb.js";
 import type { RolloutAssignment } from "./rollout_pb.js";
 import type { ContractRevision, ContractVersion } from "./revision_pb.js";
+import type { FallbackEngagement, UndeclaredModelSwap } from "./fallback_pb.js";
 import type { PlanGovernance, PlanRevision, PlanStepState } from "./plan_pb.js";
 import type { EffectClass } from "./tool_pb.js";
 import type { ActionStatus, ApprovalDecision, FailureClass, PolicyDecision } from "./action_pb.js";
@@ -299,6 +300,27 @@ export declare type Receipt = Message<"steward.v1.Receipt"> & {
    * @generated from field: repeated steward.v1.ContractRevision contract_revisions = 81;
    */
   contractRevisions: ContractRevision[];
+
+  /**
+   * Every engagement of a declared fallback (docs/fallbacks.md).
+   *
+   * @generated from field: repeated steward.v1.FallbackEngagement fallback_engagements = 94;
+   */
+  fallbackEngagements: FallbackEngagement[];
+
+  /**
+   * Model changes no fallback declares; each is also a warning.
+   *
+   * @generated from field: repeated steward.v1.UndeclaredModelSwap undeclared_model_swaps = 95;
+   */
+  undeclaredModelSwaps: UndeclaredModelSwap[];
+
+  /**
+   * The result was produced under a fallback (Task.produced_under_fallback).
+   *
+   * @generated from field: bool produced_under_fallback = 96;
+   */
+  producedUnderFallback: boolean;
 };
 
 /**

@@ -12,6 +12,7 @@ import type { AcceptanceRound, Artifact } from "./acceptance_pb.js";
 import type { PlanState } from "./plan_pb.js";
 import type { ContextItem, Decision } from "./decision_pb.js";
 import type { ContractRevision, ContractVersion } from "./revision_pb.js";
+import type { FallbackEngagement, UndeclaredModelSwap } from "./fallback_pb.js";
 import type { ScheduleRun } from "./schedule_pb.js";
 import type { RolloutAssignment } from "./rollout_pb.js";
 
@@ -484,6 +485,30 @@ export declare type Task = Message<"steward.v1.Task"> & {
    * @generated from field: repeated steward.v1.ContractRevision contract_revisions = 83;
    */
   contractRevisions: ContractRevision[];
+
+  /**
+   * Every engagement of a declared fallback, in order; at most one per
+   * fallback is open (cleared_at unset) (docs/fallbacks.md).
+   *
+   * @generated from field: repeated steward.v1.FallbackEngagement fallback_engagements = 84;
+   */
+  fallbackEngagements: FallbackEngagement[];
+
+  /**
+   * Model changes between consecutive decisions no fallback declares.
+   *
+   * @generated from field: repeated steward.v1.UndeclaredModelSwap undeclared_model_swaps = 85;
+   */
+  undeclaredModelSwaps: UndeclaredModelSwap[];
+
+  /**
+   * Whether the latest produced result was made under a fallback: one was
+   * engaged when it was produced, or an action or decision before it ran
+   * under one.
+   *
+   * @generated from field: bool produced_under_fallback = 86;
+   */
+  producedUnderFallback: boolean;
 
   /**
    * Set on a schedule's run: its schedule, its firing and the previous
