@@ -47,14 +47,21 @@ func Engaged(t *stewardv1.Task, id string) *stewardv1.FallbackEngagement {
 }
 
 // UnderFallback reports whether work on t so far ran under a fallback: one
-// is engaged, or an action or decision was made under one.
+// is engaged, an action drafted under one was sent to its tool, or a
+// decision was made under one.
 func UnderFallback(t *stewardv1.Task) bool {
 	for _, e := range t.FallbackEngagements {
-		if e.ClearedAt == nil || len(e.ActionIds) > 0 || len(e.DecisionIds) > 0 {
+		if e.ClearedAt == nil || len(e.DecisionIds) > 0 || slices.ContainsFunc(e.ActionIds, func(id string) bool { return ran(FindAction(t, id)) }) {
 			return true
 		}
 	}
 	return false
+}
+
+// ran reports whether a was sent to its tool at least once: one denied,
+// rejected or withdrawn before it ran shaped nothing.
+func ran(a *stewardv1.Action) bool {
+	return a != nil && (a.FirstDispatchedAt != nil || a.Outcome != nil)
 }
 
 // fallbackStep checks a fallback engaging or clearing against t: the

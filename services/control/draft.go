@@ -172,6 +172,13 @@ func (p *Plane) record(ctx context.Context, taskID string, d *draft, causationID
 		if !toolpin.Allows(t.Contract.AllowedTools, a.Tool, a.ToolVersion) {
 			return nil, errs.Field("tool", "%s is not among the tools task %s allows (%v)", errs.Quote(a.Tool), taskID, t.Contract.AllowedTools)
 		}
+		if a.FallbackId != "" && task.Engaged(t, a.FallbackId) == nil {
+			// Cleared since the draft (the way back, or another replica):
+			// recorded, it would run on the stand-in after the task went
+			// back to its primary, under no engagement. Aborted: the
+			// client's retry drafts it again, on the primary.
+			return nil, errs.New(errs.Conflict, "fallback %s of task %s was cleared while this proposal was drafted; propose it again", errs.Quote(a.FallbackId), taskID)
+		}
 		if ok, err := admit(t); !ok || err != nil {
 			return nil, err
 		}

@@ -165,3 +165,20 @@ func (p *Plane) MakeRun(ctx context.Context, id string, f time.Time) error {
 	_, err = p.schedules.createRun(ctx, l.s, f)
 	return err
 }
+
+// ProposeDraftedOn drafts req against stale, a view of its task read
+// earlier, and records it against the task as it stands: a proposal whose
+// draft raced a change of the task (fallback_race_test.go).
+func (p *Plane) ProposeDraftedOn(ctx context.Context, stale *stewardv1.Task, req *stewardv1.ProposeActionRequest) error {
+	params, err := proposalParams(req)
+	if err != nil {
+		return err
+	}
+	pr := proposalOf(req, "agent", params, req.ToolVersion)
+	d, err := p.prepare(ctx, stale, pr)
+	if err != nil {
+		return err
+	}
+	_, _, _, err = p.record(ctx, req.TaskId, d, "", func(*stewardv1.Task) (bool, error) { return true, nil })
+	return err
+}
