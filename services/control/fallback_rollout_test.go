@@ -65,3 +65,48 @@ func TestRepeatOnFallbackAfterItsRolloutRolledBack(t *testing.T) {
 		t.Fatalf("p3 is %s@%s (fallback %q); want write@1 under fb", a3.Tool, a3.ToolVersion, a3.FallbackId)
 	}
 }
+
+// TestFallbackFromTheCandidateCountsAsItsFailure: a candidate task whose
+// calls of the rolled-out tool fell back to another tool (the candidate
+// failed, the stand-in did its work) ends counted as a failure of the
+// candidate: a fallback does not hide it from the rollout's judging.
+func TestFallbackFromTheCandidateCountsAsItsFailure(t *testing.T) {
+	r := rolloutHarness(t)
+	ctx := context.Background()
+	spec := writeSpec(50, 100)
+	spec.MinTasks = 1
+	ro, err := r.ctl.StartRollout(ctx, "ops", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	for i := 0; id == ""; i++ {
+		req := validRequest(fmt.Sprintf("c-%d", i))
+		req.Contract.AllowedTools = []string{"search", "write", "undo"}
+		req.Contract.Fallbacks = []*stewardv1.Fallback{{Id: "fb", Kind: toolKind, Primary: "write", Fallback: "search",
+			Trigger: &stewardv1.FallbackTrigger{FailureClasses: []stewardv1.FailureClass{transient}}, RetryPrimaryAfter: dur(10 * time.Minute)}}
+		tk, _, err := r.ctl.CreateTask(ctx, "t", req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if as := tk.RolloutAssignments; len(as) == 1 && as[0].Candidate {
+			id = tk.Contract.TaskId
+		}
+	}
+	r.running(id)
+	text := map[string]any{"text": "x"}
+	a1 := r.propose(t, id, "p1", "write", "doc", text)
+	r.run(t, id, a1.ActionId, failed(transient, "v2 broke"), nil, time.Now())
+	a2 := r.propose(t, id, "p2", "write", "doc", text)
+	if a2.Tool != "search" || a2.FallbackId != "fb" {
+		t.Fatalf("p2 is on %s (fallback %q), want search under fb", a2.Tool, a2.FallbackId)
+	}
+	r.run(t, id, a2.ActionId, succeeded(), []byte(`{"ok":true}`), time.Now())
+	if _, err := r.ctl.CancelTask(ctx, "ops", &stewardv1.CancelTaskRequest{TaskId: id, Reason: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	r.settle()
+	if got := state(t, r, ro.RolloutId); got.State != stewardv1.RolloutState_ROLLOUT_STATE_ROLLED_BACK || got.Figures.Failed != 1 {
+		t.Fatalf("rollout is %s at %v, want ROLLED_BACK counting the task that fell back from the candidate as failed", got.State, got.Figures)
+	}
+}
