@@ -75,15 +75,7 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 	if err != nil {
 		return nil, false, err
 	}
-	if existing != nil && existing.RequestHash != d.action.RequestHash && req.ToolVersion == "" &&
-		existing.Tool == d.action.Tool && existing.ToolVersion != d.action.ToolVersion {
-		// A retry after a newer version of the tool was registered: the
-		// request names the version the first try resolved to.
-		if again, err := p.prepare(ctx, t, proposalOf(req, principal, params, existing.ToolVersion)); err == nil {
-			d = again
-		}
-	}
-	if existing != nil && existing.FallbackId != d.action.FallbackId {
+	if existing != nil && redrafted(existing, d.action, req) {
 		d = (fallbacks{p}).asRecorded(ctx, t, proposalOf(req, principal, params, existing.ToolVersion), existing, d) // fallback.go
 	}
 	if existing != nil {
@@ -105,6 +97,19 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 		}
 	}
 	return task.FindAction(t, actionID), true, nil
+}
+
+// redrafted reports whether req, a repeat of the proposal that recorded
+// existing, must be drafted again the way existing was before the two are
+// compared: its fallback engaged or cleared in between, or the version of
+// its tool changed (a newer one registered, a rollout rolled back) and the
+// request named none — or named the primary's, which a fallback drops.
+func redrafted(existing, a *stewardv1.Action, req *stewardv1.ProposeActionRequest) bool {
+	if existing.FallbackId != a.FallbackId {
+		return true
+	}
+	return existing.RequestHash != a.RequestHash && existing.Tool == a.Tool && existing.ToolVersion != a.ToolVersion &&
+		(req.ToolVersion == "" || existing.FallbackId != "")
 }
 
 // proposalParams is the request's parameters as JSON: {} for none.

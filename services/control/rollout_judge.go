@@ -45,14 +45,18 @@ func (p *rollouts) taskEnded(ctx context.Context, rec *stewardv1.EventRecord) er
 
 // countEnd counts t's end on rollout id, then judges the rollout's step.
 func (p *rollouts) countEnd(ctx context.Context, id string, t *stewardv1.Task) error {
-	ended := &stewardv1.RolloutTaskEnded{TaskId: t.GetContract().GetTaskId(),
-		Failed: t.Status == stewardv1.TaskStatus_TASK_STATUS_FAILED, Accepted: t.Status == stewardv1.TaskStatus_TASK_STATUS_ACCEPTED}
-	evID := rollout.TaskEndedEventID(id, ended.TaskId)
+	taskID := t.GetContract().GetTaskId()
+	evID := rollout.TaskEndedEventID(id, taskID)
 	_, err := p.changeRollout(ctx, id, stewardPrincipal, func(l loadedRollout) (string, event.Payload, error) {
 		if l.r.State != stewardv1.RolloutState_ROLLOUT_STATE_RAMPING || l.has(evID) {
 			return "", nil, nil
 		}
-		ended.Step = l.r.Step
+		// A task whose calls of the tool fell back ended on the stand-in's
+		// work: the candidate failed it, whatever the task's end says.
+		fell := fellBackFrom(t, l.r.Spec.GetTool())
+		ended := &stewardv1.RolloutTaskEnded{TaskId: taskID, Step: l.r.Step,
+			Failed:   fell || t.Status == stewardv1.TaskStatus_TASK_STATUS_FAILED,
+			Accepted: !fell && t.Status == stewardv1.TaskStatus_TASK_STATUS_ACCEPTED}
 		return evID, ended, nil
 	})
 	if err != nil {
@@ -77,4 +81,14 @@ func (p *rollouts) judgeRollout(ctx context.Context, id string) error {
 		return "", nil, nil
 	})
 	return err
+}
+
+// fellBackFrom reports whether a declared fallback for tool engaged on t.
+func fellBackFrom(t *stewardv1.Task, tool string) bool {
+	for _, e := range t.FallbackEngagements {
+		if f := task.FindFallback(t.Contract, e.FallbackId); f.GetKind() == toolFallback && f.GetPrimary() == tool {
+			return true
+		}
+	}
+	return false
 }
