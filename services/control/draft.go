@@ -60,8 +60,8 @@ type draft struct {
 // canonicalises the request and derives the action's identities. Errors
 // name the field of a ProposeActionRequest that is wrong.
 func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*draft, error) {
-	fb := redirect(t, &pr) // an engaged fallback's tool stands in (fallback.go)
-	entry, err := p.toolFor(ctx, t, pr.tool, pr.toolVersion)
+	fb := redirect(t, &pr)                                                  // an engaged fallback's tool stands in (fallback.go)
+	entry, rolloutID, err := p.resolveTool(ctx, t, pr.tool, pr.toolVersion) // toolversion.go
 	if err != nil {
 		return nil, err
 	}
@@ -88,10 +88,6 @@ func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*d
 		return nil, err
 	}
 	tool := entry.Tool.Contract
-	rolloutID, err := p.rollouts.rolloutOf(ctx, t, pr.tool, pr.toolVersion) // rollout_resolve.go
-	if err != nil {
-		return nil, err
-	}
 	retry, err := toolreg.NarrowRetry("retry_policy.", tool, pr.retry)
 	if err != nil {
 		return nil, err

@@ -69,18 +69,3 @@ func (p *rollouts) rolloutEntry(ctx context.Context, t *stewardv1.Task, name str
 	}
 	return def, "", nil
 }
-
-// rolloutOf is the rollout that chose the version of tool name a proposal
-// on t gets, when it names none and the contract pins none: what the
-// action records (Action.rollout_id).
-func (p *rollouts) rolloutOf(ctx context.Context, t *stewardv1.Task, name, version string) (string, error) {
-	if pin, allowed := toolpin.Find(t.GetContract().GetAllowedTools(), name); version != "" || !allowed || pin != "" {
-		return "", nil
-	}
-	def, err := found(p.tools.LookupAsOf(ctx, p.log, t.Tenant, name, t.GetCreatedSequence()))
-	if err != nil {
-		return "", err
-	}
-	_, id, err := p.rolloutEntry(ctx, t, name, def)
-	return id, err
-}

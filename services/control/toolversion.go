@@ -27,34 +27,44 @@ import (
 // tool the contract does not allow is only looked up: record refuses it,
 // naming the tool, which says more than its version would.
 func (p *Plane) toolFor(ctx context.Context, t *stewardv1.Task, name, version string) (*toolreg.Entry, error) {
+	e, _, err := p.resolveTool(ctx, t, name, version)
+	return e, err
+}
+
+// resolveTool is toolFor, with the rollout that chose the version (""
+// when none did): one resolution, so that the action records the rollout
+// of the version it takes, never one read a moment later.
+func (p *Plane) resolveTool(ctx context.Context, t *stewardv1.Task, name, version string) (*toolreg.Entry, string, error) {
 	taskID := t.GetContract().GetTaskId()
 	pin, allowed := toolpin.Find(t.GetContract().GetAllowedTools(), name)
 	switch {
 	case !allowed:
-		return found(p.tools.Lookup(ctx, p.log, t.Tenant, name, version))
+		return noRollout(found(p.tools.Lookup(ctx, p.log, t.Tenant, name, version)))
 	case pin != "" && version != "" && version != pin:
-		return nil, errs.Field("tool_version", "%s is not the version of tool %s that task %s pins (%s)", errs.Quote(version), errs.Quote(name), taskID, errs.Quote(pin))
+		return nil, "", errs.Field("tool_version", "%s is not the version of tool %s that task %s pins (%s)", errs.Quote(version), errs.Quote(name), taskID, errs.Quote(pin))
 	case pin != "":
 		// The contract names the version: its requester chose it, whenever
 		// it was registered.
-		return found(p.tools.Lookup(ctx, p.log, t.Tenant, name, pin))
+		return noRollout(found(p.tools.Lookup(ctx, p.log, t.Tenant, name, pin)))
 	case version == "":
 		e, err := found(p.tools.LookupAsOf(ctx, p.log, t.Tenant, name, t.GetCreatedSequence()))
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		e, _, err = p.rollouts.rolloutEntry(ctx, t, name, e) // rollout_resolve.go
-		return e, err
+		return p.rollouts.rolloutEntry(ctx, t, name, e) // rollout_resolve.go
 	}
 	e, err := found(p.tools.Lookup(ctx, p.log, t.Tenant, name, version))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if e.Tool.Sequence > t.GetCreatedSequence() {
-		return nil, errs.Field("tool_version", "%s of tool %s was registered after task %s was created; a task takes only the versions registered before it, unless its contract pins one", errs.Quote(version), errs.Quote(name), taskID)
+		return nil, "", errs.Field("tool_version", "%s of tool %s was registered after task %s was created; a task takes only the versions registered before it, unless its contract pins one", errs.Quote(version), errs.Quote(name), taskID)
 	}
-	return e, nil
+	return e, "", nil
 }
+
+// noRollout is a version no rollout chose.
+func noRollout(e *toolreg.Entry, err error) (*toolreg.Entry, string, error) { return e, "", err }
 
 // found turns a registry's NotFound into an error naming the tool field.
 func found(e *toolreg.Entry, err error) (*toolreg.Entry, error) {
