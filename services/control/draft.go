@@ -60,8 +60,8 @@ type draft struct {
 // canonicalises the request and derives the action's identities. Errors
 // name the field of a ProposeActionRequest that is wrong.
 func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*draft, error) {
-	fb := redirect(t, &pr)                                                  // an engaged fallback's tool stands in (fallback.go)
-	entry, rolloutID, err := p.resolveTool(ctx, t, pr.tool, pr.toolVersion) // toolversion.go
+	fb := redirect(t, &pr) // an engaged fallback's tool stands in (fallback.go)
+	entry, rolloutID, err := p.toolFor(ctx, t, pr.tool, pr.toolVersion)
 	if err != nil {
 		return nil, err
 	}

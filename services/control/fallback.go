@@ -134,7 +134,7 @@ func evidenceUsed(t *stewardv1.Task, id, actionID string) bool {
 // execution plane recorded it on the service's subject: planes meet only on
 // the log.
 func (p fallbacks) breakerOf(ctx context.Context, t *stewardv1.Task, tool string) (*stewardv1.BreakerChanged, error) {
-	entry, err := p.toolFor(ctx, t, tool, "")
+	entry, _, err := p.toolFor(ctx, t, tool, "")
 	if err != nil {
 		return nil, err
 	}

@@ -172,7 +172,7 @@ func (p *Plane) checkPlan(ctx context.Context, t *stewardv1.Task, principal stri
 	now := p.now()
 	var lookup error // the registry's own failure, not the plan's
 	env := plan.Env{AllowedTools: allowed, Tool: func(name, version string) (*stewardv1.ToolContract, error) {
-		e, err := p.toolFor(ctx, t, name, version)
+		e, _, err := p.toolFor(ctx, t, name, version)
 		var ee *errs.Error
 		switch {
 		case errors.As(err, &ee) && ee.Code == errs.Invalid:

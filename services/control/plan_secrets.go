@@ -40,7 +40,7 @@ func (p *Plane) concealPlan(ctx context.Context, t *stewardv1.Task, pl *stewardv
 		if a == nil {
 			continue
 		}
-		entry, err := p.toolFor(ctx, t, a.Tool, a.ToolVersion)
+		entry, _, err := p.toolFor(ctx, t, a.Tool, a.ToolVersion)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -26,15 +26,11 @@ import (
 // it. Errors name the field of a ProposeActionRequest that is wrong. A
 // tool the contract does not allow is only looked up: record refuses it,
 // naming the tool, which says more than its version would.
-func (p *Plane) toolFor(ctx context.Context, t *stewardv1.Task, name, version string) (*toolreg.Entry, error) {
-	e, _, err := p.resolveTool(ctx, t, name, version)
-	return e, err
-}
-
-// resolveTool is toolFor, with the rollout that chose the version (""
-// when none did): one resolution, so that the action records the rollout
-// of the version it takes, never one read a moment later.
-func (p *Plane) resolveTool(ctx context.Context, t *stewardv1.Task, name, version string) (*toolreg.Entry, string, error) {
+//
+// It returns too the rollout that chose the version ("" when none did):
+// from one resolution, so that an action records the rollout of the
+// version it takes, never one read a moment later.
+func (p *Plane) toolFor(ctx context.Context, t *stewardv1.Task, name, version string) (*toolreg.Entry, string, error) {
 	taskID := t.GetContract().GetTaskId()
 	pin, allowed := toolpin.Find(t.GetContract().GetAllowedTools(), name)
 	switch {
