@@ -182,3 +182,10 @@ func (p *Plane) ProposeDraftedOn(ctx context.Context, stale *stewardv1.Task, req
 	_, _, _, err = p.record(ctx, req.TaskId, d, "", func(*stewardv1.Task) (bool, error) { return true, nil })
 	return err
 }
+
+// CancelAsPrevious ends run taskID of schedule s as a cancel_previous
+// firing does, before the firing is recorded: the state a tick racing
+// that firing's record finds (schedule_race_test.go).
+func (p *Plane) CancelAsPrevious(ctx context.Context, s *stewardv1.Schedule, taskID string) error {
+	return (&schedules{p}).cancelRun(ctx, s, taskID)
+}

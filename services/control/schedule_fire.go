@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -81,7 +82,7 @@ func (p *schedules) tickSchedule(ctx context.Context, id string, at time.Time, q
 			}
 			continue
 		}
-		active, err := p.runGoesOn(ctx, l.s.LastTaskId)
+		active, err := p.runGoesOn(ctx, l.s)
 		if err != nil {
 			return err
 		}
@@ -111,10 +112,15 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// runGoesOn reports whether run taskID has not ended: it is neither
+// runGoesOn reports whether s's last run has not ended: it is neither
 // produced nor at an end. A run not on the log yet is a read behind the
-// write that recorded it: an error, to be tried again.
-func (p *schedules) runGoesOn(ctx context.Context, taskID string) (bool, error) {
+// write that recorded it: an error, to be tried again. A run a
+// cancel_previous firing cancelled, which s has yet to record, still goes
+// on here: that firing was decided with it going, and a tick racing its
+// record must decide it so again (CANCELLED_PREVIOUS, whose cancellation
+// is then done already), not STARTED as if the run had ended by itself.
+func (p *schedules) runGoesOn(ctx context.Context, s *stewardv1.Schedule) (bool, error) {
+	taskID := s.LastTaskId
 	if taskID == "" {
 		return false, nil
 	}
@@ -129,8 +135,28 @@ func (p *schedules) runGoesOn(ctx context.Context, taskID string) (bool, error) 
 	if err != nil {
 		return false, err
 	}
-	return !task.Terminal(t.Status) && t.Status != stewardv1.TaskStatus_TASK_STATUS_PRODUCED, nil
+	if !task.Terminal(t.Status) && t.Status != stewardv1.TaskStatus_TASK_STATUS_PRODUCED {
+		return true, nil
+	}
+	return cancelledUnrecorded(s, recs), nil
 }
+
+// cancelledUnrecorded reports whether run recs was ended by a
+// cancel_previous of s that no firing of s records yet.
+func cancelledUnrecorded(s *stewardv1.Schedule, recs []*stewardv1.EventRecord) bool {
+	taskID := recs[0].Event.TaskId
+	for _, f := range s.RecentFirings {
+		if f.CancelledTaskId == taskID {
+			return false
+		}
+	}
+	cancel := cancelPreviousID(s.ScheduleId, taskID)
+	return slices.ContainsFunc(recs, func(r *stewardv1.EventRecord) bool { return r.Event.EventId == cancel })
+}
+
+// cancelPreviousID is the id of the event by which a cancel_previous
+// firing of schedule id ends its run taskID.
+func cancelPreviousID(id, taskID string) string { return event.ID(id, "cancel_previous", taskID) }
 
 // fire does decision d of schedule l — the side effect first, then the
 // conditional record.
@@ -291,8 +317,7 @@ func (p *schedules) createRun(ctx context.Context, s *stewardv1.Schedule, firing
 // cancelRun cancels s's run taskID for cancel_previous, as the schedule's
 // creator; a run that ended meanwhile is left as it is.
 func (p *schedules) cancelRun(ctx context.Context, s *stewardv1.Schedule, taskID string) error {
-	id := event.ID(s.ScheduleId, "cancel_previous", taskID)
-	_, err := p.end(ctx, s.Creator, taskID, id, "", "a later firing of schedule "+s.ScheduleId+" cancels it", stewardv1.TaskStatus_TASK_STATUS_CANCELLED, false)
+	_, err := p.end(ctx, s.Creator, taskID, cancelPreviousID(s.ScheduleId, taskID), "", "a later firing of schedule "+s.ScheduleId+" cancels it", stewardv1.TaskStatus_TASK_STATUS_CANCELLED, false)
 	if errs.Is(err, errs.FailedPrecondition) {
 		return nil
 	}
