@@ -36,7 +36,7 @@ func releaseImage(t *testing.T) string {
 		t.Fatal(err)
 	}
 	v := strings.TrimSpace(string(b))
-	if !regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]+)?$`).MatchString(v) {
+	if !regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$`).MatchString(v) {
 		t.Fatalf("VERSION %q is not a version such as 0.36.0", v)
 	}
 	return "ghcr.io/steward-run/steward:" + v
@@ -200,7 +200,12 @@ func TestPlainBuildKnowsItsCommit(t *testing.T) {
 		t.Skip("a linked git worktree: the go command records no vcs information in one")
 	}
 	bin := filepath.Join(t.TempDir(), "steward")
-	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, "../cmd/steward").CombinedOutput(); err != nil {
+	// No -ldflags, the point here; CGO_ENABLED=0 and -trimpath only so its
+	// packages come from the build cache scripts/release's filled for this
+	// platform (TestReleaseArchives), not a fifth cold compile in CI.
+	build := exec.Command("go", "build", "-trimpath", "-buildvcs=true", "-o", bin, "../cmd/steward")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	head, dirty := gitHead(t)
@@ -301,22 +306,42 @@ func commitTime(t *testing.T) time.Time {
 	return time.Unix(sec, 0)
 }
 
-func release(t *testing.T, version string) string {
+// release runs scripts/release in the checkout at root (this one is
+// ".."), with args after --out DIR, and returns DIR.
+func release(t *testing.T, root string, args ...string) string {
 	t.Helper()
 	out := t.TempDir()
-	cmd := exec.Command("./scripts/release", "--out", out, version)
-	cmd.Dir = ".."
+	cmd := exec.Command("./scripts/release", append([]string{"--out", out}, args...)...)
+	cmd.Dir = root
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "SOURCE_DATE_EPOCH=") })
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("scripts/release: %v\n%s", err, b)
+		t.Fatalf("scripts/release in %s: %v\n%s", root, err, b)
 	}
 	return out
 }
 
+// cleanClone is a fresh clone of this repository at head, in a directory
+// of another name: what a second machine would build from.
+func cleanClone(t *testing.T, head string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "other")
+	for _, args := range [][]string{
+		{"clone", "--quiet", "--shared", "--no-checkout", "..", dir},
+		{"-C", dir, "checkout", "--quiet", head},
+	} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %q: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
 var releasePlatforms = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64"}
 
-// TestReleaseArchives runs scripts/release twice and checks what it made:
-// four archives, byte-identical from one run to the next, each holding a
+// TestReleaseArchives runs scripts/release and checks what it made: four
+// archives, the one for this machine byte-identical when built again from
+// a clean clone elsewhere (from this tree when it has changes a clone would
+// not), each holding a
 // binary for its os/arch, a README and (when there is one) LICENSE, in a
 // fixed order with fixed owners, modes and times; SHA256SUMS matching
 // them; and the binary for this machine reporting the version and commit
@@ -326,8 +351,20 @@ func TestReleaseArchives(t *testing.T) {
 		t.Skip("cross-compiles steward four times")
 	}
 	const version = "0.0.0-test.1"
-	first, second := release(t, version), release(t, version)
+	native := runtime.GOOS + "/" + runtime.GOARCH
+	if !slices.Contains(releasePlatforms, native) {
+		native = "linux/amd64"
+	}
+	first := release(t, "..", version)
 	head, dirty := gitHead(t)
+	// One platform again, not four: the second build's packages come from
+	// the build cache (the same flags and, with -trimpath, no paths), so it
+	// links, stamps, tars and gzips again, which is what could differ.
+	elsewhere := ".."
+	if !dirty {
+		elsewhere = cleanClone(t, head)
+	}
+	second := release(t, elsewhere, "--platform", native, version)
 	mtime := commitTime(t)
 	sums := readSums(t, first)
 	if len(sums) != len(releasePlatforms) {
@@ -339,8 +376,8 @@ func TestReleaseArchives(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b, err := os.ReadFile(filepath.Join(second, name+".tar.gz")); err != nil || !bytes.Equal(a, b) {
-			t.Errorf("%s: two runs made different archives (err %v): not reproducible", name, err)
+		if b, err := os.ReadFile(filepath.Join(second, name+".tar.gz")); p == native && (err != nil || !bytes.Equal(a, b)) {
+			t.Errorf("%s: built again in %s, a different archive (err %v): not reproducible", name, elsewhere, err)
 		}
 		if sum := sha256.Sum256(a); sums[name+".tar.gz"] != hex.EncodeToString(sum[:]) {
 			t.Errorf("%s.tar.gz: SHA256SUMS says %q, the file's is %x", name, sums[name+".tar.gz"], sum)
@@ -392,5 +429,55 @@ func checkArchive(t *testing.T, name string, files []archiveFile, mtime time.Tim
 	}
 	if readme := string(files[len(files)-2].body); !strings.Contains(readme, "steward "+strings.Split(name, "_")[1]) {
 		t.Errorf("%s: README does not name the version:\n%s", name, readme)
+	}
+}
+
+// TestReleaseBump: scripts/release bump renames the image everywhere the
+// VERSION is named, and refuses a version an image tag cannot carry
+// (a tag is letters, digits, _ . and -: no + of semver build metadata).
+func TestReleaseBump(t *testing.T) {
+	dir := t.TempDir()
+	base, _ := filepath.Glob(filepath.Join("k8s", "base", "*.yaml"))
+	for i := range base {
+		base[i] = filepath.Join("deploy", base[i])
+	}
+	for _, rel := range append(base, "scripts/release", "VERSION", "docker-compose.yml") {
+		b, err := os.ReadFile(filepath.Join("..", rel))
+		if err == nil {
+			err = os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, rel), b, 0o755)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	bump := func(v string) ([]byte, error) {
+		cmd := exec.Command("./scripts/release", "bump", v)
+		cmd.Dir = dir
+		return cmd.CombinedOutput()
+	}
+	if out, err := bump("0.37.0+build.1"); err == nil {
+		t.Errorf("bump 0.37.0+build.1 succeeded (%s); want refused: docker tags have no +", out)
+	}
+	if out, err := bump("9.8.7"); err != nil {
+		t.Fatalf("bump 9.8.7: %v\n%s", err, out)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "deploy", "k8s", "base", "*.yaml"))
+	var named int
+	for _, f := range append(files, filepath.Join(dir, "docker-compose.yml"), filepath.Join(dir, "VERSION")) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`ghcr\.io/steward-run/steward:[^\s"']+`).FindAll(b, -1) {
+			if named++; string(m) != "ghcr.io/steward-run/steward:9.8.7" {
+				t.Errorf("%s names %s after bump 9.8.7", f, m)
+			}
+		}
+	}
+	if v, _ := os.ReadFile(filepath.Join(dir, "VERSION")); string(v) != "9.8.7\n" || named < len(planes)+1 {
+		t.Errorf("after bump 9.8.7: VERSION %q, the image named %d times", v, named)
 	}
 }
