@@ -93,8 +93,8 @@ func TestCompose(t *testing.T) {
 					t.Errorf("command %q lacks %s", cmd, arg)
 				}
 			}
-			if s.Image != "steward:dev" {
-				t.Errorf("image = %q, want steward:dev (one image for every plane)", s.Image)
+			if want := releaseImage(t); s.Image != want {
+				t.Errorf("image = %q, want %s (one image for every plane)", s.Image, want)
 			}
 			if s.Build != nil {
 				builders++
@@ -123,7 +123,7 @@ func TestCompose(t *testing.T) {
 		})
 	}
 	if builders != 1 {
-		t.Errorf("%d plane services have build:, want exactly 1 building steward:dev for all", builders)
+		t.Errorf("%d plane services have build:, want exactly 1 building the image for all", builders)
 	}
 }
 
@@ -233,8 +233,8 @@ func checkComposeNATSUsers(t *testing.T, p *types.Project, nats types.ServiceCon
 	if len(job.Command) == 0 || job.Command[0] != "nats-users" || out == "" {
 		t.Fatalf("nats-users command %q is not nats-users --out=DIR", job.Command)
 	}
-	if job.Image != "steward:dev" || job.Restart != "no" {
-		t.Errorf("nats-users: image %q restart %q, want steward:dev run once (restart no)", job.Image, job.Restart)
+	if want := releaseImage(t); job.Image != want || job.Restart != "no" {
+		t.Errorf("nats-users: image %q restart %q, want %s run once (restart no)", job.Image, job.Restart, want)
 	}
 	if !slices.ContainsFunc(job.Volumes, func(v types.ServiceVolumeConfig) bool {
 		return v.Source == natsUsersVolume && v.Target == out && (v.Volume == nil || v.Volume.Subpath == "")

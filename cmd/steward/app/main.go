@@ -17,9 +17,6 @@ import (
 	"github.com/steward-run/steward/pkg/terminal"
 )
 
-// Version is set at build time with -ldflags "-X ...app.Version=…".
-var Version = "dev"
-
 const usage = `steward — a durable runtime for AI-agent tasks
 
 Usage:
@@ -69,7 +66,8 @@ Usage:
                  save where Steward is and your token for the commands above
   steward completion bash|zsh|fish
                  print a shell completion script
-  steward version
+  steward version [-o json]
+                 the version and commit this binary was built from
 
 Run 'steward COMMAND --help' for a command's flags.
 `
@@ -146,8 +144,7 @@ func runOlder(name string, args []string, stdout, stderr io.Writer) error {
 	case "dead-letters":
 		return runDeadLetters(args, terminal.NewWriter(stdout), terminal.NewWriter(stderr))
 	case "version":
-		_, err := fmt.Fprintln(stdout, "steward", Version)
-		return err
+		return runVersion(args, stdout, stderr)
 	}
 	return errUnknownCommand
 }
