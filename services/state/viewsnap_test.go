@@ -1,0 +1,226 @@
+package state_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+	"google.golang.org/protobuf/encoding/protodelim"
+	"google.golang.org/protobuf/proto"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/services/state"
+)
+
+// openViews opens the snapshot bucket of env's server.
+func openViews(t testing.TB, env *stewardtest.Env) *state.ViewStore {
+	t.Helper()
+	v, err := state.OpenViewStore(context.Background(), env.JS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// caughtUp waits until p's views have applied the whole log.
+func caughtUp(t testing.TB, env *stewardtest.Env, p *state.Projection) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	last, err := env.Log.LastTaskSequence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sameViews fails t unless got holds the views, refusals and task metrics
+// (recoveries, spend, answers: what the projection notes beside the
+// fold) of want.
+func sameViews(t *testing.T, want, got *state.Projection) {
+	t.Helper()
+	w, g := want.Snapshot(), got.Snapshot()
+	if len(g) != len(w) {
+		t.Fatalf("%d views, want %d", len(g), len(w))
+	}
+	for id, v := range w {
+		if !proto.Equal(v, g[id]) {
+			t.Errorf("task %s:\n want %v\n got  %v", id, v, g[id])
+		}
+	}
+	if got.Rejected() != want.Rejected() {
+		t.Errorf("%d events refused, want %d", got.Rejected(), want.Rejected())
+	}
+	wm, err := testutil.CollectAndFormat(state.NewTaskCollector(want), expfmt.TypeTextPlain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm, err := testutil.CollectAndFormat(state.NewTaskCollector(got), expfmt.TypeTextPlain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(wm, gm) {
+		t.Errorf("task metrics differ:\n want %s\n got  %s", wm, gm)
+	}
+}
+
+// TestAStartFromASnapshotEqualsAFoldFromTheStart: a varied history
+// (tasks running, stalled, paused, cancelled, failed, compensated,
+// reconciling an unknown outcome, accepted, returned, approvals, budgets,
+// one broken), a snapshot of it, then more: new tasks and old ones moved
+// on. A plane started from the snapshot and the log after it serves the
+// views, refusals and metrics of a fold of the whole log.
+func TestAStartFromASnapshotEqualsAFoldFromTheStart(t *testing.T) {
+	env := stewardtest.NewEnv(t)
+	ctx := context.Background()
+	views := openViews(t, env)
+	writeMetricsHistories(t, env)
+	first := startPlane(t, env.Log, env.Logger, state.Config{Views: views})
+	covered, err := first.SaveSnapshot(ctx)
+	if err != nil || covered == 0 {
+		t.Fatalf("SaveSnapshot: %d, %v", covered, err)
+	}
+	env.Append("allowed", &stewardv1.TaskPaused{Reason: "after the snapshot"})
+	env.Append("checksfailed", &stewardv1.TaskCancelled{Reason: "after the snapshot"})
+	env.Append("later", append(running(), act("b1", "lookup", "crm", "r1")...)...)
+	env.Append("later", succeededOutcome("b1", 1))
+	appendUnchecked(t, env.Log, "broken-later", &stewardv1.TaskStarted{})
+
+	second := startPlane(t, env.Log, env.Logger, state.Config{Views: views})
+	if got := second.SnapshotCovered(); got != covered {
+		t.Fatalf("the second plane started from %d, want the snapshot covering %d", got, covered)
+	}
+	whole := follow(t, env.Log)
+	caughtUp(t, env, whole)
+	caughtUp(t, env, second.Views())
+	sameViews(t, whole, second.Views())
+}
+
+// TestASnapshotTheLogDoesNotBearOutIsRefused: a snapshot claiming a chain
+// head whose hash differs from the log's, one covering more than the log
+// holds, and bytes that are no snapshot are each refused, and the plane
+// folds the log from the start (or from an earlier snapshot that checks)
+// and serves what that fold serves.
+func TestASnapshotTheLogDoesNotBearOutIsRefused(t *testing.T) {
+	ctx := context.Background()
+	cases := map[string]func(h *stewardv1.ViewsSnapshotHeader, entries []*stewardv1.TaskViewSnapshot) (uint64, []byte){
+		"a head's hash differs": func(h *stewardv1.ViewsSnapshotHeader, entries []*stewardv1.TaskViewSnapshot) (uint64, []byte) {
+			entries[0].Task.LastHash[0] ^= 1
+			return h.CoveredSequence, encode(t, h, entries)
+		},
+		"it covers more than the log": func(h *stewardv1.ViewsSnapshotHeader, entries []*stewardv1.TaskViewSnapshot) (uint64, []byte) {
+			h.CoveredSequence += 100
+			return h.CoveredSequence, encode(t, h, entries)
+		},
+		"a later format": func(h *stewardv1.ViewsSnapshotHeader, entries []*stewardv1.TaskViewSnapshot) (uint64, []byte) {
+			h.FormatVersion++
+			return h.CoveredSequence, encode(t, h, entries)
+		},
+		"no snapshot at all": func(h *stewardv1.ViewsSnapshotHeader, _ []*stewardv1.TaskViewSnapshot) (uint64, []byte) {
+			return h.CoveredSequence, []byte("not a snapshot")
+		},
+	}
+	for name, spoil := range cases {
+		t.Run(name, func(t *testing.T) {
+			env := stewardtest.NewEnv(t)
+			views := openViews(t, env)
+			writeMetricsHistories(t, env)
+			first := startPlane(t, env.Log, env.Logger, state.Config{Views: views})
+			covered, err := first.SaveSnapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, entries := readStored(t, views, covered)
+			seq, data := spoil(h, entries)
+			if _, err := views.Put(ctx, seq, bytes.NewReader(data)); err != nil {
+				t.Fatal(err)
+			}
+			second := startPlane(t, env.Log, env.Logger, state.Config{Views: views})
+			// Refused, it leaves the snapshot before it, if any, else
+			// the start.
+			want := uint64(0)
+			if seq != covered {
+				want = covered
+			}
+			if got := second.SnapshotCovered(); got != want {
+				t.Fatalf("the plane started from the snapshot covering %d; want %d", got, want)
+			}
+			whole := follow(t, env.Log)
+			caughtUp(t, env, whole)
+			sameViews(t, whole, second.Views())
+		})
+	}
+}
+
+// TestSnapshotsNeverGoBack: two replicas write; the stored snapshots
+// only move forward, a replica with nothing newer writes none, and a
+// start takes the newest.
+func TestSnapshotsNeverGoBack(t *testing.T) {
+	ctx := context.Background()
+	env := stewardtest.NewEnv(t)
+	views := openViews(t, env)
+	env.Append("t1", running()...)
+	a := startPlane(t, env.Log, env.Logger, state.Config{Views: views})
+	b := startPlane(t, env.Log, env.Logger, state.Config{Views: views})
+	x, err := a.SaveSnapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Append("t2", running()...)
+	caughtUp(t, env, a.Views())
+	y, err := a.SaveSnapshot(ctx)
+	if err != nil || y <= x {
+		t.Fatalf("the second snapshot covers %d (%v); want more than %d", y, err, x)
+	}
+	caughtUp(t, env, b.Views())
+	if got, err := b.SaveSnapshot(ctx); err != nil || got != y {
+		t.Fatalf("the other replica: %d, %v; want the stored %d", got, err, y)
+	}
+	stored, err := views.Covered(ctx)
+	if err != nil || len(stored) != 2 || stored[0] != y || stored[1] != x {
+		t.Fatalf("stored %v (%v); want [%d %d]", stored, err, y, x)
+	}
+	c := startPlane(t, env.Log, env.Logger, state.Config{Views: views})
+	if got := c.SnapshotCovered(); got != y {
+		t.Fatalf("started from %d; want the newest, %d", got, y)
+	}
+}
+
+func readStored(t *testing.T, views *state.ViewStore, covered uint64) (*stewardv1.ViewsSnapshotHeader, []*stewardv1.TaskViewSnapshot) {
+	t.Helper()
+	r, err := views.Get(context.Background(), covered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	h, entries, err := state.ReadSnapshot(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, entries
+}
+
+func encode(t *testing.T, h *stewardv1.ViewsSnapshotHeader, entries []*stewardv1.TaskViewSnapshot) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	for _, m := range append([]proto.Message{h}, protoMessages(entries)...) {
+		if _, err := protodelim.MarshalTo(&buf, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+func protoMessages(entries []*stewardv1.TaskViewSnapshot) []proto.Message {
+	out := make([]proto.Message, len(entries))
+	for i, e := range entries {
+		out[i] = e
+	}
+	return out
+}
