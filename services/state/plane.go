@@ -173,11 +173,11 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 // snapshots.
 func (p *Plane) Start(ctx context.Context) error {
 	start := time.Now() // how long it took, not what the plane's clock says
-	fromSnapshot := p.loadSnapshot(ctx)
 	last, err := p.log.LastTaskSequence(ctx)
 	if err != nil {
 		return err
 	}
+	fromSnapshot := p.loadSnapshot(ctx, last)
 	p.done.Go(func() { p.log.KeepReading(p.ctx, p.views) })
 	p.done.Go(func() { p.log.KeepReadingServices(p.ctx, p.breakers) })
 	p.done.Go(func() { p.log.KeepReadingTypes(p.ctx, p.objectives, objectiveTypes...) })

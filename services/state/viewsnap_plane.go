@@ -58,61 +58,62 @@ func build() string {
 }
 
 // loadSnapshot starts the views from the newest snapshot that reads and
-// checks, and reports whether it did. Nothing about a snapshot is fatal:
+// checks against the log, whose last task event is at last, and reports
+// whether it did. Nothing about a snapshot is fatal:
 // the plane folds from the start instead, and says why.
-func (p *Plane) loadSnapshot(ctx context.Context) bool {
+func (p *Plane) loadSnapshot(ctx context.Context, last uint64) bool {
 	if p.cfg.Views == nil {
 		return false
 	}
 	start := time.Now()
-	covered, err := p.cfg.Views.Covered(ctx)
+	m, err := p.cfg.Views.Newest(ctx)
 	if err != nil {
-		p.logger.Warn("snapshots could not be listed; folding the log from the start", "err", err)
+		p.logger.Warn("snapshots could not be read; folding the log from the start", "err", err)
 		return false
 	}
-	for _, seq := range covered[:min(len(covered), 2)] {
-		h, entries, err := p.readSnapshot(ctx, seq)
+	for tries := 0; m != nil && tries < 2; tries++ {
+		h, entries, err := p.readSnapshot(ctx, m)
+		read := time.Since(start)
 		if err == nil {
-			err = p.checkHeads(ctx, h, entries)
+			err = p.checkHeads(ctx, last, h, entries)
 		}
-		if err != nil {
-			p.logger.Warn("snapshot refused", "covered", seq, "err", err)
-			continue
+		if err == nil {
+			checked := time.Since(start)
+			p.views.load(h, entries)
+			p.snap.loadNanos.Store(int64(time.Since(start)))
+			p.snap.noteStored(m)
+			p.logger.Info("views loaded from a snapshot", "covered", m.CoveredSequence, "tasks", len(entries), "bytes", m.Size,
+				"read", read.Round(time.Millisecond), "checked", checked.Round(time.Millisecond), "took", time.Since(start).Round(time.Millisecond))
+			return true
 		}
-		p.views.load(h, entries)
-		p.snap.loadNanos.Store(int64(time.Since(start)))
-		p.snap.writtenAt.Store(h.WrittenAt.AsTime().UnixNano())
-		p.snap.covered.Store(seq)
-		p.logger.Info("views loaded from a snapshot", "covered", seq, "tasks", len(entries), "took", time.Since(start).Round(time.Millisecond))
-		return true
+		p.logger.Warn("snapshot refused", "covered", m.CoveredSequence, "err", err)
+		if m.Previous == 0 || m.Previous == m.CoveredSequence {
+			break
+		}
+		if m, err = p.cfg.Views.Manifest(ctx, m.Previous); err != nil {
+			p.logger.Warn("the snapshot before could not be read", "err", err)
+			break
+		}
 	}
-	if len(covered) > 0 {
+	if m != nil {
 		p.logger.Warn("no snapshot could be used; folding the log from the start")
 	}
 	return false
 }
 
-func (p *Plane) readSnapshot(ctx context.Context, seq uint64) (*stewardv1.ViewsSnapshotHeader, []*stewardv1.TaskViewSnapshot, error) {
-	r, err := p.cfg.Views.Get(ctx, seq)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer r.Close()
-	h, entries, err := ReadSnapshot(r)
-	if err == nil && h.CoveredSequence != seq {
-		err = fmt.Errorf("named for %d, it covers %d", seq, h.CoveredSequence)
+func (p *Plane) readSnapshot(ctx context.Context, m *stewardv1.ViewsSnapshotManifest) (*stewardv1.ViewsSnapshotHeader, []*stewardv1.TaskViewSnapshot, error) {
+	h, entries, err := ReadSnapshot(p.cfg.Views.Open(ctx, m))
+	if err == nil && h.CoveredSequence != m.CoveredSequence {
+		err = fmt.Errorf("named for %d, it covers %d", m.CoveredSequence, h.CoveredSequence)
 	}
 	return h, entries, err
 }
 
 // checkHeads checks what a snapshot claims against the log: the log
-// reaches the sequence it covers, and the chain heads it claims (a bounded
-// sample, headsChecked) are on the log with the same hash.
-func (p *Plane) checkHeads(ctx context.Context, h *stewardv1.ViewsSnapshotHeader, entries []*stewardv1.TaskViewSnapshot) error {
-	last, err := p.log.LastTaskSequence(ctx)
-	if err != nil {
-		return err
-	}
+// (whose last task event is at last) reaches the sequence it covers, and
+// the chain heads it claims (a bounded sample, headsChecked) are on the
+// log with the same hash.
+func (p *Plane) checkHeads(ctx context.Context, last uint64, h *stewardv1.ViewsSnapshotHeader, entries []*stewardv1.TaskViewSnapshot) error {
 	if last < h.CoveredSequence {
 		return fmt.Errorf("it covers the log up to %d, the log ends at %d", h.CoveredSequence, last)
 	}
@@ -161,46 +162,57 @@ func sampleHeads(entries []*stewardv1.TaskViewSnapshot, n int) []*stewardv1.Task
 	return out
 }
 
-// SaveSnapshot writes a snapshot of the task views unless a snapshot
-// covering as much is stored already (another replica's, or this one's
-// with nothing applied since), and returns the sequence it covers. The
-// fold goes on while it writes (WriteSnapshot).
+// SaveSnapshot writes a snapshot of the task views unless the newest
+// stored covers as much (another replica's, or this one's with nothing
+// applied since) and is not old enough to refresh, and returns the
+// sequence the newest covers. The fold goes on while it writes
+// (WriteSnapshot), and a write holds one chunk in memory.
 func (p *Plane) SaveSnapshot(ctx context.Context) (uint64, error) {
 	if p.cfg.Views == nil {
 		return 0, nil
 	}
 	start := time.Now()
 	h := p.views.SnapshotHeader(build(), p.cfg.Now())
-	stored, err := p.cfg.Views.Covered(ctx)
+	newest, err := p.cfg.Views.Newest(ctx)
 	if err != nil {
 		return 0, err
 	}
-	if len(stored) > 0 && stored[0] >= h.CoveredSequence {
-		return stored[0], nil
+	if n := newest.GetCoveredSequence(); n > h.CoveredSequence || n == h.CoveredSequence && !p.stale(newest) {
+		p.snap.noteStored(newest)
+		return n, nil
 	}
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(p.views.WriteSnapshot(pw, h)) }()
-	size, err := p.cfg.Views.Put(ctx, h.CoveredSequence, pr)
-	pr.CloseWithError(err) // ends the writer if the put gave up
+	m, err := p.cfg.Views.Put(ctx, h.CoveredSequence, h.WrittenAt.AsTime(), func(w io.Writer) error { return p.views.WriteSnapshot(w, h) })
 	if err != nil {
 		return 0, fmt.Errorf("write the snapshot covering %d: %w", h.CoveredSequence, err)
 	}
-	p.snap.size.Store(size)
+	p.snap.size.Store(m.Size)
 	p.snap.writeNanos.Store(int64(time.Since(start)))
-	p.snap.writtenAt.Store(h.WrittenAt.AsTime().UnixNano())
-	p.snap.covered.Store(h.CoveredSequence)
-	p.logger.Info("views snapshot written", "covered", h.CoveredSequence, "bytes", size, "took", time.Since(start).Round(time.Millisecond))
+	p.snap.noteStored(m)
+	p.logger.Info("views snapshot written", "covered", h.CoveredSequence, "bytes", m.Size, "took", time.Since(start).Round(time.Millisecond))
 	return h.CoveredSequence, nil
 }
 
+// stale reports whether m is old enough that its keys should be written
+// again before the bucket's age limit takes them (ViewsTTL).
+func (p *Plane) stale(m *stewardv1.ViewsSnapshotManifest) bool {
+	return p.cfg.Now().Sub(m.WrittenAt.AsTime()) >= ViewsTTL/4
+}
+
+// noteStored records m as the newest snapshot the plane knows of.
+func (s *snapshotStats) noteStored(m *stewardv1.ViewsSnapshotManifest) {
+	s.writtenAt.Store(m.WrittenAt.AsTime().UnixNano())
+	s.covered.Store(m.CoveredSequence)
+}
+
 // snapshotDue reports whether the views have moved on by SnapshotEvery
-// events since the last snapshot, or by any for SnapshotInterval.
+// events since the last snapshot, or by any for SnapshotInterval, or the
+// last is old enough to refresh.
 func (p *Plane) snapshotDue() bool {
 	applied, covered := p.views.progress.Applied(), p.snap.covered.Load()
-	if applied <= covered {
-		return false
-	}
 	age := p.cfg.Now().Sub(time.Unix(0, p.snap.writtenAt.Load()))
+	if applied <= covered {
+		return applied > 0 && age >= ViewsTTL/4
+	}
 	return applied-covered >= p.cfg.SnapshotEvery || age >= p.cfg.SnapshotInterval
 }
 

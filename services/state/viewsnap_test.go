@@ -3,23 +3,47 @@ package state_test
 import (
 	"bytes"
 	"context"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/encoding/protodelim"
 	"google.golang.org/protobuf/proto"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/natsperm"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/state"
 )
 
-// openViews opens the snapshot bucket of env's server.
+// openViews opens the snapshot bucket of env's server as the state
+// plane's NATS user (pkg/natsperm): what it may not do fails the test.
 func openViews(t testing.TB, env *stewardtest.Env) *state.ViewStore {
 	t.Helper()
-	v, err := state.OpenViewStore(context.Background(), env.JS)
+	refused := make(chan error, 16)
+	nc, err := env.ConnectAs(state.PlaneName, nats.CustomInboxPrefix(natsperm.Inbox(state.PlaneName)),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { refused <- err }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		nc.Close()
+		close(refused)
+		for err := range refused {
+			t.Errorf("NATS refused the state plane: %v", err)
+		}
+	})
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := state.OpenViewStore(context.Background(), js, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,9 +160,9 @@ func TestASnapshotTheLogDoesNotBearOutIsRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, entries := readStored(t, views, covered)
+			h, entries := readNewest(t, views)
 			seq, data := spoil(h, entries)
-			if _, err := views.Put(ctx, seq, bytes.NewReader(data)); err != nil {
+			if _, err := views.Put(ctx, seq, time.Now(), func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 				t.Fatal(err)
 			}
 			second := startPlane(t, env.Log, env.Logger, state.Config{Views: views})
@@ -182,9 +206,16 @@ func TestSnapshotsNeverGoBack(t *testing.T) {
 	if got, err := b.SaveSnapshot(ctx); err != nil || got != y {
 		t.Fatalf("the other replica: %d, %v; want the stored %d", got, err, y)
 	}
-	stored, err := views.Covered(ctx)
-	if err != nil || len(stored) != 2 || stored[0] != y || stored[1] != x {
-		t.Fatalf("stored %v (%v); want [%d %d]", stored, err, y, x)
+	newest, err := views.Newest(ctx)
+	if err != nil || newest.CoveredSequence != y || newest.Previous != x {
+		t.Fatalf("the newest stored: %v (%v); want %d after %d", newest, err, y, x)
+	}
+	// A write of an older snapshot leaves the newer the newest.
+	if _, err := views.Put(ctx, x, time.Now(), func(w io.Writer) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if newest, err := views.Newest(ctx); err != nil || newest.CoveredSequence != y {
+		t.Fatalf("after an older write the newest is %v (%v); want %d", newest, err, y)
 	}
 	c := startPlane(t, env.Log, env.Logger, state.Config{Views: views})
 	if got := c.SnapshotCovered(); got != y {
@@ -192,14 +223,13 @@ func TestSnapshotsNeverGoBack(t *testing.T) {
 	}
 }
 
-func readStored(t *testing.T, views *state.ViewStore, covered uint64) (*stewardv1.ViewsSnapshotHeader, []*stewardv1.TaskViewSnapshot) {
+func readNewest(t *testing.T, views *state.ViewStore) (*stewardv1.ViewsSnapshotHeader, []*stewardv1.TaskViewSnapshot) {
 	t.Helper()
-	r, err := views.Get(context.Background(), covered)
-	if err != nil {
-		t.Fatal(err)
+	m, err := views.Newest(context.Background())
+	if err != nil || m == nil {
+		t.Fatalf("the newest snapshot: %v, %v", m, err)
 	}
-	defer r.Close()
-	h, entries, err := state.ReadSnapshot(r)
+	h, entries, err := state.ReadSnapshot(views.Open(context.Background(), m))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,3 +254,53 @@ func protoMessages(entries []*stewardv1.TaskViewSnapshot) []proto.Message {
 	}
 	return out
 }
+
+// TestSnapshotMetrics: a plane that wrote a snapshot reports its size,
+// age and write time; one that started from it, its load time.
+func TestSnapshotMetrics(t *testing.T) {
+	env := stewardtest.NewEnv(t)
+	views := openViews(t, env)
+	env.Append("t1", running()...)
+	now := time.Now()
+	clock := func() time.Time { return now }
+	first := startPlane(t, env.Log, env.Logger, state.Config{Views: views, Now: clock})
+	if _, err := first.SaveSnapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(90 * time.Second)
+	const names = "steward_views_snapshot_age_seconds"
+	if err := testutil.CollectAndCompare(first.Collector(), strings.NewReader(`
+# HELP steward_views_snapshot_age_seconds Age of the newest snapshot of the task views this state plane wrote or started from.
+# TYPE steward_views_snapshot_age_seconds gauge
+steward_views_snapshot_age_seconds 90
+`), names); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.ToFloat64(metricOf(t, first.Collector(), "steward_views_snapshot_bytes")); n <= 0 {
+		t.Errorf("steward_views_snapshot_bytes %v; want the snapshot's size", n)
+	}
+	second := startPlane(t, env.Log, env.Logger, state.Config{Views: views, Now: clock})
+	if n := testutil.ToFloat64(metricOf(t, second.Collector(), "steward_views_snapshot_load_seconds")); n <= 0 {
+		t.Errorf("steward_views_snapshot_load_seconds %v; want the load's time", n)
+	}
+}
+
+// metricOf is the collector of c's one series named name.
+func metricOf(t *testing.T, c prometheus.Collector, name string) prometheus.Collector {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 64)
+	c.Collect(ch)
+	close(ch)
+	for m := range ch {
+		if strings.Contains(m.Desc().String(), `"`+name+`"`) {
+			return constCollector{m}
+		}
+	}
+	t.Fatalf("no %s", name)
+	return nil
+}
+
+type constCollector struct{ m prometheus.Metric }
+
+func (c constCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.m.Desc() }
+func (c constCollector) Collect(ch chan<- prometheus.Metric) { ch <- c.m }

@@ -249,6 +249,96 @@ func (x *TaskViewSnapshot) GetStalledAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// ViewsSnapshotManifest names a snapshot's chunks in the STEWARD_STATE_VIEWS
+// bucket: keys v<covered>.c<0…chunks-1>, whose bytes, in order, are the
+// snapshot (ViewsSnapshotHeader then its entries).
+type ViewsSnapshotManifest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	CoveredSequence uint64                 `protobuf:"varint,1,opt,name=covered_sequence,json=coveredSequence,proto3" json:"covered_sequence,omitempty"`
+	Chunks          uint32                 `protobuf:"varint,2,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	Size            uint64                 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	// SHA-256 of the snapshot's bytes, checked as they are read.
+	Sha256    []byte                 `protobuf:"bytes,4,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	WrittenAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=written_at,json=writtenAt,proto3" json:"written_at,omitempty"`
+	// The snapshot this one replaced as the newest, for a start that
+	// refuses this one; 0 for none.
+	Previous      uint64 `protobuf:"varint,6,opt,name=previous,proto3" json:"previous,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ViewsSnapshotManifest) Reset() {
+	*x = ViewsSnapshotManifest{}
+	mi := &file_steward_v1_views_snapshot_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ViewsSnapshotManifest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ViewsSnapshotManifest) ProtoMessage() {}
+
+func (x *ViewsSnapshotManifest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_views_snapshot_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ViewsSnapshotManifest.ProtoReflect.Descriptor instead.
+func (*ViewsSnapshotManifest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_views_snapshot_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ViewsSnapshotManifest) GetCoveredSequence() uint64 {
+	if x != nil {
+		return x.CoveredSequence
+	}
+	return 0
+}
+
+func (x *ViewsSnapshotManifest) GetChunks() uint32 {
+	if x != nil {
+		return x.Chunks
+	}
+	return 0
+}
+
+func (x *ViewsSnapshotManifest) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *ViewsSnapshotManifest) GetSha256() []byte {
+	if x != nil {
+		return x.Sha256
+	}
+	return nil
+}
+
+func (x *ViewsSnapshotManifest) GetWrittenAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.WrittenAt
+	}
+	return nil
+}
+
+func (x *ViewsSnapshotManifest) GetPrevious() uint64 {
+	if x != nil {
+		return x.Previous
+	}
+	return 0
+}
+
 var File_steward_v1_views_snapshot_proto protoreflect.FileDescriptor
 
 const file_steward_v1_views_snapshot_proto_rawDesc = "" +
@@ -279,7 +369,15 @@ const file_steward_v1_views_snapshot_proto_rawDesc = "" +
 	"stalled_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tstalledAt\x1a[\n" +
 	"\x11UnknownSinceEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
-	"\x05value\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05value:\x028\x01B\xaa\x01\n" +
+	"\x05value\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05value:\x028\x01\"\xdd\x01\n" +
+	"\x15ViewsSnapshotManifest\x12)\n" +
+	"\x10covered_sequence\x18\x01 \x01(\x04R\x0fcoveredSequence\x12\x16\n" +
+	"\x06chunks\x18\x02 \x01(\rR\x06chunks\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x04R\x04size\x12\x16\n" +
+	"\x06sha256\x18\x04 \x01(\fR\x06sha256\x129\n" +
+	"\n" +
+	"written_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\twrittenAt\x12\x1a\n" +
+	"\bprevious\x18\x06 \x01(\x04R\bpreviousB\xaa\x01\n" +
 	"\x0ecom.steward.v1B\x12ViewsSnapshotProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -296,28 +394,30 @@ func file_steward_v1_views_snapshot_proto_rawDescGZIP() []byte {
 	return file_steward_v1_views_snapshot_proto_rawDescData
 }
 
-var file_steward_v1_views_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_steward_v1_views_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_steward_v1_views_snapshot_proto_goTypes = []any{
 	(*ViewsSnapshotHeader)(nil),   // 0: steward.v1.ViewsSnapshotHeader
 	(*TaskViewSnapshot)(nil),      // 1: steward.v1.TaskViewSnapshot
-	nil,                           // 2: steward.v1.TaskViewSnapshot.UnknownSinceEntry
-	(*timestamppb.Timestamp)(nil), // 3: google.protobuf.Timestamp
-	(*Task)(nil),                  // 4: steward.v1.Task
-	(*durationpb.Duration)(nil),   // 5: google.protobuf.Duration
+	(*ViewsSnapshotManifest)(nil), // 2: steward.v1.ViewsSnapshotManifest
+	nil,                           // 3: steward.v1.TaskViewSnapshot.UnknownSinceEntry
+	(*timestamppb.Timestamp)(nil), // 4: google.protobuf.Timestamp
+	(*Task)(nil),                  // 5: steward.v1.Task
+	(*durationpb.Duration)(nil),   // 6: google.protobuf.Duration
 }
 var file_steward_v1_views_snapshot_proto_depIdxs = []int32{
-	3, // 0: steward.v1.ViewsSnapshotHeader.written_at:type_name -> google.protobuf.Timestamp
-	4, // 1: steward.v1.TaskViewSnapshot.task:type_name -> steward.v1.Task
-	5, // 2: steward.v1.TaskViewSnapshot.unknown_recoveries:type_name -> google.protobuf.Duration
-	5, // 3: steward.v1.TaskViewSnapshot.stall_recoveries:type_name -> google.protobuf.Duration
-	2, // 4: steward.v1.TaskViewSnapshot.unknown_since:type_name -> steward.v1.TaskViewSnapshot.UnknownSinceEntry
-	3, // 5: steward.v1.TaskViewSnapshot.stalled_at:type_name -> google.protobuf.Timestamp
-	3, // 6: steward.v1.TaskViewSnapshot.UnknownSinceEntry.value:type_name -> google.protobuf.Timestamp
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	4, // 0: steward.v1.ViewsSnapshotHeader.written_at:type_name -> google.protobuf.Timestamp
+	5, // 1: steward.v1.TaskViewSnapshot.task:type_name -> steward.v1.Task
+	6, // 2: steward.v1.TaskViewSnapshot.unknown_recoveries:type_name -> google.protobuf.Duration
+	6, // 3: steward.v1.TaskViewSnapshot.stall_recoveries:type_name -> google.protobuf.Duration
+	3, // 4: steward.v1.TaskViewSnapshot.unknown_since:type_name -> steward.v1.TaskViewSnapshot.UnknownSinceEntry
+	4, // 5: steward.v1.TaskViewSnapshot.stalled_at:type_name -> google.protobuf.Timestamp
+	4, // 6: steward.v1.ViewsSnapshotManifest.written_at:type_name -> google.protobuf.Timestamp
+	4, // 7: steward.v1.TaskViewSnapshot.UnknownSinceEntry.value:type_name -> google.protobuf.Timestamp
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_views_snapshot_proto_init() }
@@ -332,7 +432,7 @@ func file_steward_v1_views_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_views_snapshot_proto_rawDesc), len(file_steward_v1_views_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

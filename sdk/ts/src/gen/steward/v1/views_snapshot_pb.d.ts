@@ -147,3 +147,53 @@ export declare type TaskViewSnapshot = Message<"steward.v1.TaskViewSnapshot"> & 
  */
 export declare const TaskViewSnapshotSchema: GenMessage<TaskViewSnapshot>;
 
+/**
+ * ViewsSnapshotManifest names a snapshot's chunks in the STEWARD_STATE_VIEWS
+ * bucket: keys v<covered>.c<0…chunks-1>, whose bytes, in order, are the
+ * snapshot (ViewsSnapshotHeader then its entries).
+ *
+ * @generated from message steward.v1.ViewsSnapshotManifest
+ */
+export declare type ViewsSnapshotManifest = Message<"steward.v1.ViewsSnapshotManifest"> & {
+  /**
+   * @generated from field: uint64 covered_sequence = 1;
+   */
+  coveredSequence: bigint;
+
+  /**
+   * @generated from field: uint32 chunks = 2;
+   */
+  chunks: number;
+
+  /**
+   * @generated from field: uint64 size = 3;
+   */
+  size: bigint;
+
+  /**
+   * SHA-256 of the snapshot's bytes, checked as they are read.
+   *
+   * @generated from field: bytes sha256 = 4;
+   */
+  sha256: Uint8Array;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp written_at = 5;
+   */
+  writtenAt?: Timestamp | undefined;
+
+  /**
+   * The snapshot this one replaced as the newest, for a start that
+   * refuses this one; 0 for none.
+   *
+   * @generated from field: uint64 previous = 6;
+   */
+  previous: bigint;
+};
+
+/**
+ * Describes the message steward.v1.ViewsSnapshotManifest.
+ * Use `create(ViewsSnapshotManifestSchema)` to create a new message.
+ */
+export declare const ViewsSnapshotManifestSchema: GenMessage<ViewsSnapshotManifest>;
+
