@@ -4,15 +4,15 @@
 // for their replay (DeadLetterService, deadletter.go), and marks working
 // tasks that have gone quiet as stalled (see watchdog.go).
 //
-// Where views live: in memory, rebuilt from the log on start by an ordered
-// consumer that folds every event with the same fold the control plane
-// uses (pkg/task). The log is the only source of truth; keeping views in
-// memory means there is no second store to drift from it, every state-plane
-// replica serves identical views, and "drop the projections and replay" is
-// simply a restart. The cost is start-up time proportional to the log; the
-// README gives the measured rebuild rate. Views persisted in a KV bucket
-// would trade that for a second copy to keep consistent and are not needed
-// at today's sizes.
+// Where views live: in memory, rebuilt on start by an ordered consumer
+// that folds every event with the same fold the control plane uses
+// (pkg/task). The log is the only source of truth; keeping views in memory
+// means every state-plane replica serves identical views, and "drop the
+// projections and replay" is a restart with snapshots off. So that
+// start-up does not grow with the log, the plane starts from a snapshot
+// of its task views checked against the chain heads it claims, and folds
+// only the log after it (viewsnap*.go, docs/snapshots.md); a snapshot is
+// a cache of the fold, never a source of truth.
 //
 // Reads are read-your-writes: GetTask first asks the log for the task's
 // last sequence and waits (briefly) until the projection has applied it.
