@@ -173,7 +173,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 // snapshots.
 func (p *Plane) Start(ctx context.Context) error {
 	start := time.Now() // how long it took, not what the plane's clock says
-	last, err := p.log.LastTaskSequence(ctx)
+	last, err := p.log.LastTaskSequenceFromEnd(ctx)
 	if err != nil {
 		return err
 	}
