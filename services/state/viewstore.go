@@ -54,8 +54,15 @@ func OpenViewStore(ctx context.Context, js jetstream.JetStream, replicas int) (*
 	return &ViewStore{kv: kv}, nil
 }
 
-func manifestKey(covered uint64) string     { return fmt.Sprintf("v%d.m", covered) }
-func chunkKey(covered uint64, i int) string { return fmt.Sprintf("v%d.c%d", covered, i) }
+func manifestKey(covered uint64) string { return fmt.Sprintf("v%d.m", covered) }
+
+// chunkKey names a chunk by the write it belongs to (its sequence and
+// when it was written, both in its manifest) as well as its place: two
+// replicas that write a snapshot of the same sequence at once, or one
+// that refreshes the newest, never put chunks under the other's manifest.
+func chunkKey(covered uint64, at time.Time, i int) string {
+	return fmt.Sprintf("v%d.%d.c%d", covered, at.UnixNano(), i)
+}
 
 // Newest returns the manifest of the newest snapshot, nil when there is
 // none.
@@ -90,7 +97,7 @@ func (s *ViewStore) Manifest(ctx context.Context, covered uint64) (*stewardv1.Vi
 // chunk at a time as it fills, then makes it the newest unless a newer
 // one is stored by then. It returns the manifest written.
 func (s *ViewStore) Put(ctx context.Context, covered uint64, at time.Time, write func(io.Writer) error) (*stewardv1.ViewsSnapshotManifest, error) {
-	w := &chunkWriter{ctx: ctx, kv: s.kv, covered: covered, sum: sha256.New()}
+	w := &chunkWriter{ctx: ctx, kv: s.kv, covered: covered, at: at, sum: sha256.New()}
 	if err := write(w); err != nil {
 		return nil, err
 	}
@@ -138,6 +145,7 @@ type chunkWriter struct {
 	ctx     context.Context
 	kv      jetstream.KeyValue
 	covered uint64
+	at      time.Time
 	buf     bytes.Buffer
 	chunks  int
 	size    uint64
@@ -163,7 +171,7 @@ func (w *chunkWriter) flush() error {
 	if w.buf.Len() == 0 {
 		return nil
 	}
-	if _, err := w.kv.Put(w.ctx, chunkKey(w.covered, w.chunks), w.buf.Bytes()); err != nil {
+	if _, err := w.kv.Put(w.ctx, chunkKey(w.covered, w.at, w.chunks), w.buf.Bytes()); err != nil {
 		return fmt.Errorf("put chunk %d: %w", w.chunks, err)
 	}
 	w.sum.Write(w.buf.Bytes())
@@ -196,7 +204,7 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 			}
 			return 0, io.EOF
 		}
-		e, err := r.kv.Get(r.ctx, chunkKey(r.m.CoveredSequence, r.next))
+		e, err := r.kv.Get(r.ctx, chunkKey(r.m.CoveredSequence, r.m.WrittenAt.AsTime(), r.next))
 		if err != nil {
 			return 0, fmt.Errorf("snapshot %d, chunk %d: %w", r.m.CoveredSequence, r.next, err)
 		}
