@@ -103,8 +103,16 @@ func (p *Plane) loadSnapshot(ctx context.Context, last uint64) bool {
 
 func (p *Plane) readSnapshot(ctx context.Context, m *stewardv1.ViewsSnapshotManifest) (*stewardv1.ViewsSnapshotHeader, []*stewardv1.TaskViewSnapshot, error) {
 	h, entries, err := ReadSnapshot(p.cfg.Views.Open(ctx, m))
-	if err == nil && h.CoveredSequence != m.CoveredSequence {
+	switch {
+	case err != nil:
+	case h.CoveredSequence != m.CoveredSequence:
 		err = fmt.Errorf("named for %d, it covers %d", m.CoveredSequence, h.CoveredSequence)
+	case h.Build != build():
+		// Another build may fold the same events into other views (a new
+		// field, a changed rule) without anyone bumping ViewsFormat: its
+		// snapshot is not this build's fold. The first start of a new
+		// build folds the log from the start, once.
+		err = fmt.Errorf("written by build %q, this is %q", h.Build, build())
 	}
 	return h, entries, err
 }

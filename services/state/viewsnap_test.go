@@ -146,6 +146,10 @@ func TestASnapshotTheLogDoesNotBearOutIsRefused(t *testing.T) {
 			h.FormatVersion++
 			return h.CoveredSequence, encode(t, h, entries)
 		},
+		"another build's": func(h *stewardv1.ViewsSnapshotHeader, entries []*stewardv1.TaskViewSnapshot) (uint64, []byte) {
+			h.Build = "v0.1.0 0123456789abcdef"
+			return h.CoveredSequence, encode(t, h, entries)
+		},
 		"no snapshot at all": func(h *stewardv1.ViewsSnapshotHeader, _ []*stewardv1.TaskViewSnapshot) (uint64, []byte) {
 			return h.CoveredSequence, []byte("not a snapshot")
 		},
