@@ -2,6 +2,7 @@ package state
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -163,17 +164,34 @@ func readFramed(r *bufio.Reader) ([][]byte, error) {
 		if err != nil || n > maxEntryBytes {
 			return nil, fmt.Errorf("read task %d: length %d: %v", len(out)+1, n, err)
 		}
-		b := make([]byte, n)
-		if _, err := io.ReadFull(r, b); err != nil {
+		b, err := readEntry(r, n)
+		if err != nil {
 			return nil, fmt.Errorf("read task %d: %w", len(out)+1, err)
 		}
 		out = append(out, b)
 	}
 }
 
+// readEntry reads an entry of n bytes. A large one is grown as its bytes
+// come, not allocated from its length: the length is not checked (the
+// manifest's hash is, at the end), and may be damaged.
+func readEntry(r io.Reader, n uint64) ([]byte, error) {
+	if n <= entryStart {
+		b := make([]byte, n)
+		_, err := io.ReadFull(r, b)
+		return b, err
+	}
+	var b bytes.Buffer
+	_, err := io.CopyN(&b, r, int64(n))
+	return b.Bytes(), err
+}
+
 // maxEntryBytes bounds one task's entry: a task's view is bounded by the
 // log's events, but a length read from damaged bytes is not.
 const maxEntryBytes = 256 << 20
+
+// entryStart is what a task's entry is given before its bytes come.
+const entryStart = 1 << 20
 
 // load sets an empty projection to the snapshot's views, as if it had
 // folded the log up to h.CoveredSequence; Apply then skips each task's

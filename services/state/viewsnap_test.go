@@ -3,7 +3,9 @@ package state_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -344,5 +346,28 @@ func TestTwoWritesOfOneSequenceDoNotMix(t *testing.T) {
 	}
 	if !bytes.Equal(got, bytes.Repeat([]byte("a"), 2*len(chunk))) && !bytes.Equal(got, other) {
 		t.Fatalf("the newest snapshot of 7 mixes the two writes")
+	}
+}
+
+// TestADamagedLengthAllocatesWhatIsThere: a snapshot whose entry claims
+// 200 MiB but holds a few bytes (damaged, or written to be so) is refused
+// without the 200 MiB being allocated first: its bytes are checked against
+// the manifest's hash only at the end.
+func TestADamagedLengthAllocatesWhatIsThere(t *testing.T) {
+	var buf bytes.Buffer
+	if _, err := protodelim.MarshalTo(&buf, &stewardv1.ViewsSnapshotHeader{FormatVersion: state.ViewsFormat}); err != nil {
+		t.Fatal(err)
+	}
+	buf.Write(binary.AppendUvarint(nil, 200<<20))
+	buf.WriteString("abc")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, _, err := state.ReadSnapshot(&buf)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a snapshot cut short was read")
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 16<<20 {
+		t.Fatalf("reading it allocated %d MiB", got>>20)
 	}
 }
