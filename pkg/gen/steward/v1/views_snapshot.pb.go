@@ -24,15 +24,16 @@ const (
 )
 
 // ViewsSnapshotHeader opens a snapshot of the state plane's task views
-// (docs/snapshots.md): one object in the STEWARD_STATE_VIEWS object store,
-// this header then one TaskViewSnapshot per task, each length-delimited,
+// (docs/snapshots.md): the bytes of a snapshot's chunks in the STEWARD_STATE_VIEWS
+// KV bucket, this header then one TaskViewSnapshot per task, each length-delimited,
 // in the tasks' creation order. A plane starts from the newest snapshot
 // it can read and check, then folds the log after covered_sequence.
 type ViewsSnapshotHeader struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The snapshot's format; a plane refuses one it does not know.
 	FormatVersion uint32 `protobuf:"varint,1,opt,name=format_version,json=formatVersion,proto3" json:"format_version,omitempty"`
-	// The build that wrote it, for operators.
+	// The build that wrote it; a plane refuses another build's, whose fold
+	// may differ.
 	Build string `protobuf:"bytes,2,opt,name=build,proto3" json:"build,omitempty"`
 	// Every event up to this stream sequence is in the snapshot. Events
 	// after it may be in one task's entry too (folded_through says).
@@ -250,7 +251,7 @@ func (x *TaskViewSnapshot) GetStalledAt() *timestamppb.Timestamp {
 }
 
 // ViewsSnapshotManifest names a snapshot's chunks in the STEWARD_STATE_VIEWS
-// bucket: keys v<covered>.c<0…chunks-1>, whose bytes, in order, are the
+// bucket: keys v<covered>.<written_at in unix ns>.c<0…chunks-1>, whose bytes, in order, are the
 // snapshot (ViewsSnapshotHeader then its entries).
 type ViewsSnapshotManifest struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`

@@ -14,8 +14,8 @@ export declare const file_steward_v1_views_snapshot: GenFile;
 
 /**
  * ViewsSnapshotHeader opens a snapshot of the state plane's task views
- * (docs/snapshots.md): one object in the STEWARD_STATE_VIEWS object store,
- * this header then one TaskViewSnapshot per task, each length-delimited,
+ * (docs/snapshots.md): the bytes of a snapshot's chunks in the STEWARD_STATE_VIEWS
+ * KV bucket, this header then one TaskViewSnapshot per task, each length-delimited,
  * in the tasks' creation order. A plane starts from the newest snapshot
  * it can read and check, then folds the log after covered_sequence.
  *
@@ -30,7 +30,8 @@ export declare type ViewsSnapshotHeader = Message<"steward.v1.ViewsSnapshotHeade
   formatVersion: number;
 
   /**
-   * The build that wrote it, for operators.
+   * The build that wrote it; a plane refuses another build's, whose fold
+   * may differ.
    *
    * @generated from field: string build = 2;
    */
@@ -149,7 +150,7 @@ export declare const TaskViewSnapshotSchema: GenMessage<TaskViewSnapshot>;
 
 /**
  * ViewsSnapshotManifest names a snapshot's chunks in the STEWARD_STATE_VIEWS
- * bucket: keys v<covered>.c<0…chunks-1>, whose bytes, in order, are the
+ * bucket: keys v<covered>.<written_at in unix ns>.c<0…chunks-1>, whose bytes, in order, are the
  * snapshot (ViewsSnapshotHeader then its entries).
  *
  * @generated from message steward.v1.ViewsSnapshotManifest
