@@ -41,6 +41,10 @@ type snapshotStats struct {
 	writeNanos atomic.Int64
 	loadNanos  atomic.Int64
 	covered    atomic.Uint64
+	// refused is when the snapshots this plane refused at start were
+	// written (unix nanos): one of them still the newest is replaced
+	// though it covers no more (SaveSnapshot).
+	refused atomic.Int64
 }
 
 // build names this binary in the snapshots it writes.
@@ -87,6 +91,9 @@ func (p *Plane) loadSnapshot(ctx context.Context, last uint64) bool {
 			return true
 		}
 		p.logger.Warn("snapshot refused", "covered", m.CoveredSequence, "err", err)
+		if tries == 0 {
+			p.snap.refused.Store(m.WrittenAt.AsTime().UnixNano())
+		}
 		if m.Previous == 0 || m.Previous == m.CoveredSequence {
 			break
 		}
@@ -185,7 +192,7 @@ func (p *Plane) SaveSnapshot(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if n := newest.GetCoveredSequence(); n > h.CoveredSequence || n == h.CoveredSequence && !p.stale(newest) {
+	if n := newest.GetCoveredSequence(); n > h.CoveredSequence || n == h.CoveredSequence && !p.stale(newest) && !p.refusedIt(newest) {
 		p.snap.noteStored(newest)
 		return n, nil
 	}
@@ -204,6 +211,13 @@ func (p *Plane) SaveSnapshot(ctx context.Context) (uint64, error) {
 // again before the bucket's age limit takes them (ViewsTTL).
 func (p *Plane) stale(m *stewardv1.ViewsSnapshotManifest) bool {
 	return p.cfg.Now().Sub(m.WrittenAt.AsTime()) >= ViewsTTL/4
+}
+
+// refusedIt reports whether m is the newest snapshot this plane refused
+// at start: left the newest, every start would refuse it again.
+func (p *Plane) refusedIt(m *stewardv1.ViewsSnapshotManifest) bool {
+	at := p.snap.refused.Load()
+	return at != 0 && m.WrittenAt.AsTime().UnixNano() == at
 }
 
 // noteStored records m as the newest snapshot the plane knows of.

@@ -184,6 +184,18 @@ func TestASnapshotTheLogDoesNotBearOutIsRefused(t *testing.T) {
 			whole := follow(t, env.Log)
 			caughtUp(t, env, whole)
 			sameViews(t, whole, second.Views())
+			if seq != covered {
+				return // a later sequence than the log's: kept until the log passes it
+			}
+			// The plane that refused the newest replaces it, though it
+			// covers no more: else every start refuses it again.
+			if _, err := second.SaveSnapshot(ctx); err != nil {
+				t.Fatal(err)
+			}
+			third := startPlane(t, env.Log, env.Logger, state.Config{Views: views})
+			if got := third.SnapshotCovered(); got != covered {
+				t.Fatalf("after the refusing plane wrote, a start began from %d; want %d", got, covered)
+			}
 		})
 	}
 }
