@@ -134,8 +134,11 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 // Skip notes an event that could not be decoded (the log has set it aside).
 func (p *Projection) Skip(seq uint64, _ error) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.rejected++
-	p.mu.Unlock()
+	// Under the lock, as in Apply: a snapshot's header reads the count
+	// and the progress together, and must not count an event past the
+	// sequence it covers (the start after it would count it again).
 	p.progress.Advance(seq)
 }
 
