@@ -108,9 +108,13 @@ func timerStream(owner string) string { return timer.Stream(timer.DefaultStream,
 func Streams() []string {
 	s := []string{eventlog.DefaultStream, eventlog.DefaultDeadLetterStream,
 		kvStream(action.RequestBucket), kvStream(action.ResultBucket), kvStream(eventlog.DefaultFirstUseBucket),
-		kvStream(ToolKVBucket), kvStream(ToolLimitsBucket), kvStream(policystore.Bucket)}
+		kvStream(ToolKVBucket), kvStream(ToolLimitsBucket), kvStream(policystore.Bucket), kvStream(StateViewsBucket)}
 	return append(s, TimerStreams()...)
 }
+
+// StateViewsBucket is the bucket the state plane keeps snapshots of its
+// task views in (docs/snapshots.md).
+const StateViewsBucket = "STEWARD_STATE_VIEWS"
 
 // kvStream is the stream behind a KV bucket.
 func kvStream(bucket string) string { return "KV_" + bucket }
@@ -164,6 +168,8 @@ func (g *grants) writes(plane string, ownTimers bool) {
 		g.pub("store canonical requests (proposals) and submitted artifacts", kvKeys(action.RequestBucket), kvKeys(action.ResultBucket))
 	case event.PlaneGovernance:
 		g.pub("keep each policy input and bundle revision's sources for auditors (policystore)", kvKeys(policystore.Bucket))
+	case event.PlaneState:
+		g.pub("write snapshots of its task views, in chunks", kvKeys(StateViewsBucket))
 	case event.PlaneExecution:
 		g.pub("store tool results; the kv.append built-in tool's records; tools' calls in flight and rates (limits)", kvKeys(action.ResultBucket), kvKeys(ToolKVBucket), kvKeys(ToolLimitsBucket))
 	}
@@ -194,6 +200,9 @@ func (g *grants) jetStreamAPI(plane string, ownTimers bool) {
 	if plane == event.PlaneGovernance || plane == event.PlaneState {
 		// Governance keeps policy inputs and sources; state serves them.
 		streams = append(streams, kvStream(policystore.Bucket))
+	}
+	if plane == event.PlaneState {
+		streams = append(streams, kvStream(StateViewsBucket))
 	}
 	// Account info: creating a bucket asks what the server supports.
 	open := []string{"$JS.API.INFO"}
@@ -227,6 +236,7 @@ func (g *grants) jetStreamAPI(plane string, ownTimers bool) {
 			"$JS.ACK."+s+".>")
 	}
 	g.pub("run its durable consumers and its followers', pull and acknowledge", consume...)
+
 }
 
 // deadLetterGrants are what plane may write on the dead-letter stream:

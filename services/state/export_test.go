@@ -26,3 +26,10 @@ func (p *Projection) Quiet(now time.Time, redrive time.Duration) []string {
 
 // Summary is the timeline's sentence for ev, without a note.
 func Summary(ev *stewardv1.Event) string { return summary(ev, "") }
+
+// SnapshotCovered returns what the newest snapshot the plane loaded or
+// wrote covers; 0 when it has neither.
+func (p *Plane) SnapshotCovered() uint64 { return p.snap.covered.Load() }
+
+// SnapshotBytes returns the size of the newest snapshot the plane wrote.
+func (p *Plane) SnapshotBytes() uint64 { return p.snap.size.Load() }

@@ -92,8 +92,11 @@ type TaskCollector struct {
 // NewTaskCollector returns a collector over views.
 func NewTaskCollector(views *Projection) *TaskCollector { return &TaskCollector{views: views} }
 
-// Collector returns a Prometheus collector of the plane's task metrics.
-func (p *Plane) Collector() prometheus.Collector { return NewTaskCollector(p.views) }
+// Collector returns a Prometheus collector of the plane's task metrics
+// and its snapshots' (viewsnap_metrics.go).
+func (p *Plane) Collector() prometheus.Collector {
+	return collectors{NewTaskCollector(p.views), snapshotCollector{p}}
+}
 
 // Describe implements prometheus.Collector.
 func (c *TaskCollector) Describe(ch chan<- *prometheus.Desc) {

@@ -103,7 +103,11 @@ func (h *metricsHistory) appendTo(t *testing.T, env *stewardtest.Env, taskID str
 // TestTaskCollector builds a projection over nine task histories, one of
 // them broken, and checks every metric the state plane reports against its
 // definition in docs/metrics.md.
-func TestTaskCollector(t *testing.T) {
+// writeMetricsHistories writes nine task histories, one of them broken,
+// between them in every state the metrics count: TestTaskCollector's,
+// and the varied history a snapshot must carry (viewsnap_test.go).
+func writeMetricsHistories(t *testing.T, env *stewardtest.Env) {
+	t.Helper()
 	const (
 		allow    = stewardv1.PolicyDecision_POLICY_DECISION_ALLOW
 		deny     = stewardv1.PolicyDecision_POLICY_DECISION_DENY
@@ -112,7 +116,6 @@ func TestTaskCollector(t *testing.T) {
 		failure  = stewardv1.ActionStatus_ACTION_STATUS_FAILED
 		noClass  = stewardv1.FailureClass_FAILURE_CLASS_UNSPECIFIED
 	)
-	env := stewardtest.NewEnv(t)
 	violation := func(actionID string) *stewardv1.FindingRecorded {
 		return &stewardv1.FindingRecorded{Finding: &stewardv1.Finding{
 			FindingId: "f-" + actionID, Kind: stewardv1.FindingKind_FINDING_KIND_POLICY_VIOLATION, ActionId: actionID, Description: "against policy",
@@ -198,6 +201,11 @@ func TestTaskCollector(t *testing.T) {
 		broken = append(broken, e.p)
 	}
 	appendUnchecked(t, env.Log, "broken", append(broken, &stewardv1.TaskCancelled{}, &stewardv1.TaskStarted{})...)
+}
+
+func TestTaskCollector(t *testing.T) {
+	env := stewardtest.NewEnv(t)
+	writeMetricsHistories(t, env)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

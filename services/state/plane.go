@@ -4,15 +4,15 @@
 // for their replay (DeadLetterService, deadletter.go), and marks working
 // tasks that have gone quiet as stalled (see watchdog.go).
 //
-// Where views live: in memory, rebuilt from the log on start by an ordered
-// consumer that folds every event with the same fold the control plane
-// uses (pkg/task). The log is the only source of truth; keeping views in
-// memory means there is no second store to drift from it, every state-plane
-// replica serves identical views, and "drop the projections and replay" is
-// simply a restart. The cost is start-up time proportional to the log; the
-// README gives the measured rebuild rate. Views persisted in a KV bucket
-// would trade that for a second copy to keep consistent and are not needed
-// at today's sizes.
+// Where views live: in memory, rebuilt on start by an ordered consumer
+// that folds every event with the same fold the control plane uses
+// (pkg/task). The log is the only source of truth; keeping views in memory
+// means every state-plane replica serves identical views, and "drop the
+// projections and replay" is a restart with snapshots off. So that
+// start-up does not grow with the log, the plane starts from a snapshot
+// of its task views checked against the chain heads it claims, and folds
+// only the log after it (viewsnap*.go, docs/snapshots.md); a snapshot is
+// a cache of the fold, never a source of truth.
 //
 // Reads are read-your-writes: GetTask first asks the log for the task's
 // last sequence and waits (briefly) until the projection has applied it.
@@ -57,6 +57,8 @@ type Plane struct {
 	// breakers is the view of the execution workers' circuit breakers.
 	breakers *Breakers
 	cfg      Config
+	// snap measures the snapshots of the views (viewsnap_plane.go).
+	snap snapshotStats
 	// looks counts the watchdog's looks at the tasks, for tests to wait on.
 	looks atomic.Uint64
 
@@ -109,6 +111,14 @@ type Config struct {
 	// result gives it away to anyone who tries guesses). Nil hides those
 	// digests from them. See docs/results.md.
 	Digest func(taskID, hash string) string
+	// Views, when set, keeps snapshots of the task views: the plane
+	// starts from the newest it can check and writes one every
+	// SnapshotEvery events (DefaultSnapshotEvery when 0) or, when any
+	// came, every SnapshotInterval (DefaultSnapshotInterval when not
+	// positive). Nil folds the whole log at start. See docs/snapshots.md.
+	Views            *ViewStore
+	SnapshotEvery    uint64
+	SnapshotInterval time.Duration
 }
 
 // withDefaults returns c with its unset fields set to their defaults.
@@ -124,6 +134,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.SnapshotEvery == 0 {
+		c.SnapshotEvery = DefaultSnapshotEvery
+	}
+	if c.SnapshotInterval <= 0 {
+		c.SnapshotInterval = DefaultSnapshotInterval
 	}
 	return c
 }
@@ -150,23 +166,29 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	return p
 }
 
-// Start begins projecting the log into views and returns once the views
-// have caught up with the log as it was at start, so that the plane never
-// serves a half-rebuilt view. Then it starts the stall watchdog.
+// Start begins projecting the log into views — from the newest snapshot
+// that checks, else from the start — and returns once the views have
+// caught up with the log as it was at start, so that the plane never
+// serves a half-rebuilt view. Then it starts the stall watchdog and the
+// snapshots.
 func (p *Plane) Start(ctx context.Context) error {
-	last, err := p.log.LastTaskSequence(ctx)
+	start := time.Now() // how long it took, not what the plane's clock says
+	last, err := p.log.LastTaskSequenceFromEnd(ctx)
 	if err != nil {
 		return err
 	}
+	fromSnapshot := p.loadSnapshot(ctx, last)
 	p.done.Go(func() { p.log.KeepReading(p.ctx, p.views) })
 	p.done.Go(func() { p.log.KeepReadingServices(p.ctx, p.breakers) })
 	p.done.Go(func() { p.log.KeepReadingTypes(p.ctx, p.objectives, objectiveTypes...) })
-	start := time.Now() // how long it took, not what the plane's clock says
 	if err := p.views.WaitFor(ctx, last); err != nil {
 		return err
 	}
-	p.logger.Info("views rebuilt from the log", "events", last, "took", time.Since(start).Round(time.Millisecond))
+	p.logger.Info("views rebuilt from the log", "events", last, "from_snapshot", fromSnapshot, "took", time.Since(start).Round(time.Millisecond))
 	p.done.Go(func() { p.watchStalls(p.ctx) })
+	if p.cfg.Views != nil {
+		p.done.Go(func() { p.keepSnapshotting(p.ctx) })
+	}
 	if p.cfg.Notify != nil {
 		p.done.Go(func() { p.cfg.Notify.Run(p.ctx) })
 	}

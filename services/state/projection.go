@@ -35,6 +35,14 @@ type Projection struct {
 	// broken names the tasks whose views stopped at a refused event, and
 	// why: their views are stale and must not be served as current.
 	broken map[string]string
+	// refused counts each broken task's refused events (a snapshot
+	// carries them with the task, viewsnap.go).
+	refused map[string]int
+	// foldedThrough is, after a start from a snapshot, how far each of
+	// its tasks was folded, and skipUntil the furthest: Apply skips what
+	// a view already holds (viewsnap.go).
+	foldedThrough map[string]uint64
+	skipUntil     uint64
 	// children are each task's sub-tasks (parent_task_id), and
 	// byObjective each objective's tasks (objective_id), in creation
 	// order: the task tree and an objective's view without a scan.
@@ -79,7 +87,7 @@ func (v *view) index() {
 
 // NewProjection returns an empty projection.
 func NewProjection(logger *slog.Logger) *Projection {
-	return &Projection{logger: logger, tasks: map[string]*view{}, broken: map[string]string{}, byTenant: map[string][]*view{},
+	return &Projection{logger: logger, tasks: map[string]*view{}, broken: map[string]string{}, refused: map[string]int{}, byTenant: map[string][]*view{},
 		children: map[string][]*view{}, byObjective: map[string][]*view{}}
 }
 
@@ -90,6 +98,10 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	id := rec.Event.TaskId
+	if p.folded(rec) {
+		p.progress.Advance(rec.Sequence)
+		return nil
+	}
 	v, ok := p.tasks[id]
 	if !ok {
 		v = &view{task: &stewardv1.Task{}, at: map[string]int{}}
@@ -97,6 +109,7 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 	actionID, before := v.statusBefore(rec.Event)
 	if err := task.Apply(v.task, rec.Event, rec.Sequence); err != nil {
 		p.rejected++
+		p.refused[id]++
 		if _, seen := p.broken[id]; !seen {
 			p.broken[id] = fmt.Sprintf("event %d (%s) was refused: %v", rec.Sequence, rec.Event.EventId, err)
 		}
@@ -121,8 +134,11 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 // Skip notes an event that could not be decoded (the log has set it aside).
 func (p *Projection) Skip(seq uint64, _ error) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.rejected++
-	p.mu.Unlock()
+	// Under the lock, as in Apply: a snapshot's header reads the count
+	// and the progress together, and must not count an event past the
+	// sequence it covers (the start after it would count it again).
 	p.progress.Advance(seq)
 }
 

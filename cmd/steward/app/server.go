@@ -103,6 +103,8 @@ type Server struct {
 	// token file.
 	JWT   JWTFlags
 	Stall StallFlags // state: when the watchdog marks a task stalled
+	// Snapshots: how often the state plane snapshots its views.
+	Snapshots SnapshotFlags
 	// Quotas bound what one principal and one tenant hold (control).
 	Quotas QuotaFlags
 	// TLSCert and TLSKey serve the API over TLS.
