@@ -116,6 +116,16 @@ func (l *Log) ReadObjectiveAfter(ctx context.Context, id string, after uint64) (
 	return l.readEach(ctx, "objective_id", id, l.ObjectiveSubject(id), after)
 }
 
+// ReadScheduleAfter is ReadObjectiveAfter for schedule id.
+func (l *Log) ReadScheduleAfter(ctx context.Context, id string, after uint64) ([]*stewardv1.EventRecord, error) {
+	return l.readEach(ctx, "schedule_id", id, l.ScheduleSubject(id), after)
+}
+
+// ReadRolloutAfter is ReadObjectiveAfter for rollout id.
+func (l *Log) ReadRolloutAfter(ctx context.Context, id string, after uint64) ([]*stewardv1.EventRecord, error) {
+	return l.readEach(ctx, "rollout_id", id, l.RolloutSubject(id), after)
+}
+
 // readEach returns the events on subject, of an objective or a schedule
 // named id, stored after stream sequence after, each checked against its
 // own hash and subject but not linked to the events before it.

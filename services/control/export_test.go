@@ -187,5 +187,5 @@ func (p *Plane) ProposeDraftedOn(ctx context.Context, stale *stewardv1.Task, req
 // firing does, before the firing is recorded: the state a tick racing
 // that firing's record finds (schedule_race_test.go).
 func (p *Plane) CancelAsPrevious(ctx context.Context, s *stewardv1.Schedule, taskID string) error {
-	return (&schedules{p}).cancelRun(ctx, s, taskID)
+	return p.schedules.cancelRun(ctx, s, taskID)
 }

@@ -216,8 +216,8 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 		startWait: startWait, criteria: newProgramCache(), outcomes: cfg.Outcomes,
 	}
 	p.quota = &gate{usage: p.usage, quotas: cfg.Quotas.withDefaults()}
-	p.schedules = &schedules{p}
-	p.rollouts = &rollouts{Plane: p, index: newRolloutIndex()}
+	p.schedules = newSchedules(p)
+	p.rollouts = newRollouts(p)
 	for _, o := range opts {
 		o(p)
 	}

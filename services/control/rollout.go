@@ -24,37 +24,34 @@ import (
 // plane's log, clock and tool registry, which it embeds.
 type rollouts struct {
 	*Plane
-	index *rolloutIndex // rollout_index.go
+	index *rolloutIndex                   // rollout_index.go
+	folds *chainCache[*stewardv1.Rollout] // chaincache.go
 }
 
-// loadedRollout is a rollout as folded from its chain, the chain's events
-// and its head, which the next append is conditional on.
+func newRollouts(p *Plane) *rollouts {
+	return &rollouts{Plane: p, index: newRolloutIndex(), folds: newChainCache(func() *stewardv1.Rollout { return &stewardv1.Rollout{} }, p.log.ReadRolloutAfter,
+		func(r *stewardv1.Rollout, rec *stewardv1.EventRecord) error { return rollout.Apply(r, rec.Event) })}
+}
+
+// loadedRollout is a rollout as folded from its chain, and the chain's
+// head, which the next append is conditional on; recent are its events
+// stored after the sequence the change asked for, if it did.
 type loadedRollout struct {
-	r    *stewardv1.Rollout
-	recs []*stewardv1.EventRecord
-	head eventlog.Head
+	r      *stewardv1.Rollout
+	head   eventlog.Head
+	recent []*stewardv1.EventRecord
 }
 
-// has reports whether the chain holds the event of id.
+// has reports whether the recent events hold the event of id.
 func (l loadedRollout) has(id string) bool {
-	return slices.ContainsFunc(l.recs, func(r *stewardv1.EventRecord) bool { return r.Event.EventId == id })
+	return slices.ContainsFunc(l.recent, func(r *stewardv1.EventRecord) bool { return r.Event.EventId == id })
 }
 
-// loadRollout reads and folds rollout id; NotFound when it has no events.
+// loadRollout folds rollout id, reading only what is new since its last
+// fold; NotFound when it has no events.
 func (p *rollouts) loadRollout(ctx context.Context, id string) (loadedRollout, error) {
-	recs, err := p.log.ReadRollout(ctx, id)
-	if err != nil {
-		return loadedRollout{}, err
-	}
-	if len(recs) == 0 {
-		return loadedRollout{}, errs.New(errs.NotFound, "rollout %s not found", errs.Quote(id))
-	}
-	r, err := rollout.Fold(recs)
-	if err != nil {
-		return loadedRollout{}, err
-	}
-	last := recs[len(recs)-1]
-	return loadedRollout{r: r, recs: recs, head: eventlog.Head{Sequence: last.Sequence, Hash: last.Event.Hash}}, nil
+	r, head, err := p.folds.load(ctx, id, "rollout")
+	return loadedRollout{r: r, head: head}, err
 }
 
 // GetRollout returns rollout id of the caller's tenant; another tenant's
@@ -128,7 +125,7 @@ func (p *rollouts) RollBackRollout(ctx context.Context, principal, id, reason st
 	case len(reason) > 1024:
 		return nil, errs.Field("reason", "is longer than 1,024 bytes")
 	}
-	return p.changeRollout(ctx, id, principal, func(l loadedRollout) (string, event.Payload, error) {
+	return p.changeRollout(ctx, id, principal, 0, func(l loadedRollout) (string, event.Payload, error) {
 		if l.r.State != stewardv1.RolloutState_ROLLOUT_STATE_RAMPING {
 			return "", nil, errs.New(errs.FailedPrecondition, "rollout %s is %s already", id, l.r.State)
 		}
@@ -138,10 +135,15 @@ func (p *rollouts) RollBackRollout(ctx context.Context, principal, id, reason st
 
 // changeRollout appends what build makes of rollout id's fold (nothing
 // for a nil payload), conditionally on the chain's head, and returns the
-// rollout as it then is. build is pure: it runs again on a conflict.
-func (p *rollouts) changeRollout(ctx context.Context, id, principal string, build func(loadedRollout) (string, event.Payload, error)) (*stewardv1.Rollout, error) {
+// rollout as it then is; with since > 0, build sees the chain's events
+// stored after since as well (loadedRollout.recent). build is pure: it
+// runs again on a conflict.
+func (p *rollouts) changeRollout(ctx context.Context, id, principal string, since uint64, build func(loadedRollout) (string, event.Payload, error)) (*stewardv1.Rollout, error) {
 	for range maxScheduleTries {
 		l, err := p.loadRollout(ctx, id)
+		if err == nil && since > 0 {
+			l.recent, err = p.log.ReadRolloutAfter(ctx, id, since)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -36,7 +36,7 @@ func (p *rollouts) taskEnded(ctx context.Context, rec *stewardv1.EventRecord) er
 				return err
 			}
 		}
-		if err := p.countEnd(ctx, a.RolloutId, t); err != nil {
+		if err := p.countEnd(ctx, a.RolloutId, t, recs[0].Sequence); err != nil {
 			return err
 		}
 	}
@@ -44,10 +44,12 @@ func (p *rollouts) taskEnded(ctx context.Context, rec *stewardv1.EventRecord) er
 }
 
 // countEnd counts t's end on rollout id, then judges the rollout's step.
-func (p *rollouts) countEnd(ctx context.Context, id string, t *stewardv1.Task) error {
+// Only an event stored since t was created, at sequence created, can
+// count its end: those are read for the count's id, not the whole chain.
+func (p *rollouts) countEnd(ctx context.Context, id string, t *stewardv1.Task, created uint64) error {
 	taskID := t.GetContract().GetTaskId()
 	evID := rollout.TaskEndedEventID(id, taskID)
-	_, err := p.changeRollout(ctx, id, stewardPrincipal, func(l loadedRollout) (string, event.Payload, error) {
+	_, err := p.changeRollout(ctx, id, stewardPrincipal, created, func(l loadedRollout) (string, event.Payload, error) {
 		if l.r.State != stewardv1.RolloutState_ROLLOUT_STATE_RAMPING || l.has(evID) {
 			return "", nil, nil
 		}
@@ -68,7 +70,7 @@ func (p *rollouts) countEnd(ctx context.Context, id string, t *stewardv1.Task) e
 // judgeRollout widens, completes or rolls back rollout id as its current
 // step's figures call for; nothing while too few candidate tasks ended.
 func (p *rollouts) judgeRollout(ctx context.Context, id string) error {
-	_, err := p.changeRollout(ctx, id, stewardPrincipal, func(l loadedRollout) (string, event.Payload, error) {
+	_, err := p.changeRollout(ctx, id, stewardPrincipal, 0, func(l loadedRollout) (string, event.Payload, error) {
 		r := l.r
 		switch verdict, reason := rollout.Judge(r); verdict {
 		case rollout.RollBack:

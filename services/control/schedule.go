@@ -25,7 +25,17 @@ import (
 // schedules is the plane's schedule commands and firing engine, a type of
 // its own so that the plane stays one idea; it works through the plane's
 // log, clock, timers and task commands, which it embeds.
-type schedules struct{ *Plane }
+type schedules struct {
+	*Plane
+	folds *chainCache[*stewardv1.Schedule] // chaincache.go
+}
+
+func newSchedules(p *Plane) *schedules {
+	return &schedules{Plane: p, folds: newChainCache(func() *stewardv1.Schedule { return &stewardv1.Schedule{} }, p.log.ReadScheduleAfter,
+		func(s *stewardv1.Schedule, r *stewardv1.EventRecord) error {
+			return schedule.Apply(s, r.Event, r.Sequence)
+		})}
+}
 
 // maxScheduleTries bounds a command's re-reads on conflicts.
 const maxScheduleTries = 8
@@ -37,21 +47,11 @@ type loadedSchedule struct {
 	head eventlog.Head
 }
 
-// loadSchedule reads and folds schedule id; NotFound when it has no events.
+// loadSchedule folds schedule id, reading only what is new since its
+// last fold; NotFound when it has no events.
 func (p *schedules) loadSchedule(ctx context.Context, id string) (loadedSchedule, error) {
-	recs, err := p.log.ReadSchedule(ctx, id)
-	if err != nil {
-		return loadedSchedule{}, err
-	}
-	if len(recs) == 0 {
-		return loadedSchedule{}, errs.New(errs.NotFound, "schedule %s not found", errs.Quote(id))
-	}
-	s, err := schedule.Fold(recs)
-	if err != nil {
-		return loadedSchedule{}, err
-	}
-	last := recs[len(recs)-1]
-	return loadedSchedule{s: s, head: eventlog.Head{Sequence: last.Sequence, Hash: last.Event.Hash}}, nil
+	s, head, err := p.folds.load(ctx, id, "schedule")
+	return loadedSchedule{s: s, head: head}, err
 }
 
 // scheduleFor loads schedule id for the caller in ctx: another tenant's is
@@ -128,8 +128,8 @@ func (p *schedules) CreateSchedule(ctx context.Context, principal string, req *s
 // log cannot say: what a CreateSchedule under a request id records.
 func (p *schedules) scheduleExists(id string) func(context.Context) bool {
 	return func(ctx context.Context) bool {
-		recs, err := p.log.ReadSchedule(ctx, id)
-		return err != nil || len(recs) > 0
+		_, err := p.loadSchedule(ctx, id)
+		return !errs.Is(err, errs.NotFound)
 	}
 }
 

@@ -237,8 +237,17 @@ func (p *schedules) cancelOrphan(ctx context.Context, s *stewardv1.Schedule, tas
 // run, which is then recorded).
 func (p *schedules) recordMadeRun(ctx context.Context, s *stewardv1.Schedule, ev *stewardv1.Event, firing time.Time) error {
 	id, taskID := s.ScheduleId, ev.GetScheduleFired().GetFiring().GetTaskId()+ev.GetScheduleRunStarted().GetTaskId()
+	made, err := p.log.Read(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	if len(made) == 0 {
+		return errs.New(errs.Unavailable, "run %s is not on the log yet", taskID)
+	}
 	for range maxScheduleTries {
-		recs, err := p.log.ReadSchedule(ctx, id)
+		// Only an event stored since the run was made can record its
+		// firing: read those, not the whole chain.
+		recs, err := p.log.ReadScheduleAfter(ctx, id, made[0].Sequence)
 		if err != nil {
 			return err
 		}

@@ -34,21 +34,27 @@ func (p *schedules) recordRunEnd(ctx context.Context, recs []*stewardv1.EventRec
 	}
 	id := schedule.RunEndedEventID(run.ScheduleId, end.TaskId)
 	for range maxScheduleTries {
-		srecs, err := p.log.ReadSchedule(ctx, run.ScheduleId)
-		if err != nil || len(srecs) == 0 {
+		l, err := p.loadSchedule(ctx, run.ScheduleId)
+		if errs.Is(err, errs.NotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		// Only an event stored since the run was made can name it or
+		// record its end: read those, not the whole chain.
+		since, err := p.log.ReadScheduleAfter(ctx, run.ScheduleId, recs[0].Sequence)
+		if err != nil {
 			return err
 		}
 		named := false
-		for _, r := range srecs {
+		for _, r := range since {
 			if r.Event.EventId == id {
 				return nil
 			}
 			named = named || namesRun(r.Event, end.TaskId)
 		}
-		s, err := schedule.Fold(srecs)
-		if err != nil {
-			return err
-		}
+		s := l.s
 		if !named {
 			if firingPending(s, run) {
 				return errs.New(errs.Unavailable, "run %s ended before schedule %s recorded its firing", end.TaskId, s.ScheduleId)
@@ -66,8 +72,7 @@ func (p *schedules) recordRunEnd(ctx context.Context, recs []*stewardv1.EventRec
 		if err != nil {
 			return err
 		}
-		last := srecs[len(srecs)-1]
-		if _, err = p.log.Append(ctx, eventlog.Head{Sequence: last.Sequence, Hash: last.Event.Hash}, ev); !errors.Is(err, eventlog.ErrConflict) {
+		if _, err = p.log.Append(ctx, l.head, ev); !errors.Is(err, eventlog.ErrConflict) {
 			return err
 		}
 	}
