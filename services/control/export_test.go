@@ -73,6 +73,11 @@ var (
 	InFlight = inFlight
 )
 
+// LiveSchedules lists the schedules a start ticks.
+func (p *Plane) LiveSchedules(ctx context.Context) ([]string, error) {
+	return p.schedules.liveSchedules(ctx)
+}
+
 // TickSchedule ticks schedule id at the plane's time, as its timer would.
 func (p *Plane) TickSchedule(ctx context.Context, id string) error {
 	return p.schedules.tickSchedule(ctx, id, time.Time{}, false)

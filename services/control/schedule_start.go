@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,12 +46,12 @@ func (p *schedules) tickAll(ctx context.Context, st *startTicks) {
 			}
 			wait *= 2
 			if ids == nil {
-				all, err := p.log.ChainIDs(ctx, event.TypeScheduleCreated)
+				live, err := p.liveSchedules(ctx)
 				if err != nil {
 					p.logger.Warn("schedules not ticked at start: tried again", "err", err)
 					continue
 				}
-				ids = all
+				ids = live
 			}
 			if ids = p.tickEach(ctx, ids); len(ids) == 0 || ctx.Err() != nil {
 				return
@@ -62,6 +63,27 @@ func (p *schedules) tickAll(ctx context.Context, st *startTicks) {
 		}
 		p.logger.Warn("schedules not ticked at start: left to their timers", "schedules", len(ids))
 	})
+}
+
+// liveSchedules lists the schedules not deleted, without reading them: a
+// deleted schedule's tick does nothing, and years of schedules created
+// and deleted would otherwise each be read at every start.
+func (p *schedules) liveSchedules(ctx context.Context) ([]string, error) {
+	all, err := p.log.ChainIDs(ctx, event.TypeScheduleCreated)
+	if err != nil {
+		return nil, err
+	}
+	deleted, err := p.log.ChainIDs(ctx, event.TypeScheduleDeleted)
+	if err != nil {
+		return nil, err
+	}
+	live := make([]string, 0, len(all))
+	for _, id := range all {
+		if _, gone := slices.BinarySearch(deleted, id); !gone {
+			live = append(live, id)
+		}
+	}
+	return live, nil
 }
 
 // tickEach ticks schedules ids and returns those whose tick failed, with

@@ -3,6 +3,7 @@ package control_test
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,4 +43,32 @@ func TestAStartTickTriesAgain(t *testing.T) {
 		got := firings(r.get(s.ScheduleId), 0)
 		return got == "+1h started, +2h skipped", got
 	})
+}
+
+// TestAStartTicksOnlyLiveSchedules: a start lists the schedules it ticks
+// without reading them, and leaves out the deleted ones (whose tick does
+// nothing), so years of schedules created and deleted cost a start one
+// listing, not a read of each chain.
+func TestAStartTicksOnlyLiveSchedules(t *testing.T) {
+	r := newSchedules(t)
+	ctx := context.Background()
+	var ids []string
+	for range 3 {
+		ids = append(ids, r.create(hourly(stewardv1.CatchUpRule_CATCH_UP_RULE_LAST, 0, stewardv1.OverlapPolicy_OVERLAP_POLICY_SKIP, 0)).ScheduleId)
+	}
+	if _, err := r.ctl.PauseSchedule(ctx, "alice", ids[0], "a while"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ctl.DeleteSchedule(ctx, "alice", ids[1], "done"); err != nil {
+		t.Fatal(err)
+	}
+	live, err := r.ctl.LiveSchedules(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{ids[0], ids[2]}
+	slices.Sort(want)
+	if !slices.Equal(live, want) {
+		t.Fatalf("a start ticks %v, want %v (all but the deleted one)", live, want)
+	}
 }
