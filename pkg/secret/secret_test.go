@@ -156,3 +156,45 @@ func TestDigest(t *testing.T) {
 		t.Errorf("Digest of no hash = %q, want none", got)
 	}
 }
+
+// TestRotation: a Sealer with a new key and the old one in its ring opens
+// what the old key sealed, and checks it against the old key's commitment;
+// it commits and seals anew under the new key only; without the old key in
+// the ring, the old values do not open.
+func TestRotation(t *testing.T) {
+	oldKey, newKey := bytes.Repeat([]byte{1}, secret.KeySize), bytes.Repeat([]byte{2}, secret.KeySize)
+	before, _ := secret.New(oldKey)
+	value := []byte(`"hunter2"`)
+	c := before.Commit("t1", value)
+	sealed := before.Seal("t1", c, value)
+
+	ring, err := secret.New(newKey, oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := ring.Open("t1", c, sealed); err != nil || string(v) != `"hunter2"` {
+		t.Errorf("the ring opens the old key's value as %s, %v", v, err)
+	}
+	if got := ring.Commitments("t1", value); len(got) != 2 || got[1] != c || got[0] == c || got[0] != ring.Commit("t1", value) {
+		t.Errorf("Commitments = %v; want the new key's, then the old key's %s", got, c)
+	}
+	fresh := ring.Commit("t1", value)
+	if _, err := before.Open("t1", fresh, ring.Seal("t1", fresh, value)); !errors.Is(err, secret.ErrMismatch) {
+		t.Errorf("the old key alone opens a value sealed after the rotation: %v", err)
+	}
+	after, _ := secret.New(newKey)
+	if _, err := after.Open("t1", c, sealed); !errors.Is(err, secret.ErrMismatch) {
+		t.Errorf("without the old key in the ring, its value opens: %v", err)
+	}
+	// The value opened by the old key must commit under the old key: a
+	// value sealed under the old key for a new-key commitment is refused.
+	if _, err := ring.Open("t1", fresh, before.Seal("t1", fresh, value)); !errors.Is(err, secret.ErrMismatch) {
+		t.Errorf("a value sealed under one key for another key's commitment opens: %v", err)
+	}
+	if ids := ring.KeyIDs(); len(ids) != 2 || ids[1] != before.KeyIDs()[0] || ids[0] == ids[1] || len(ids[0]) != 16 {
+		t.Errorf("KeyIDs = %v", ids)
+	}
+	if _, err := secret.New(newKey, newKey); err == nil {
+		t.Error("a ring with one key twice is accepted")
+	}
+}
