@@ -1,0 +1,82 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultTokenReload is how often a token file is read again for a change.
+const DefaultTokenReload = 2 * time.Second
+
+// TokenFile is a token file (LoadTokens) read again when it changes, so
+// that a token is added or withdrawn without a restart: a rotation lists
+// the new token beside the old, moves callers to it, then drops the old
+// (docs/keys.md). It is safe for concurrent use.
+type TokenFile struct {
+	path string
+	cur  atomic.Pointer[Tokens]
+	data []byte // what the tokens were read from; Watch's goroutine only
+}
+
+// OpenTokenFile reads the token file at path.
+func OpenTokenFile(path string) (*TokenFile, error) {
+	f := &TokenFile{path: path}
+	if _, err := f.Reload(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Tokens returns the tokens as last read.
+func (f *TokenFile) Tokens() Tokens { return *f.cur.Load() }
+
+// Reload reads the file again and, when it changed and parses, serves its
+// tokens from now on; changed says so. A file that does not parse leaves
+// the tokens as they were: a half-written or mistyped file must neither
+// lock everyone out nor let anyone in.
+func (f *TokenFile) Reload() (changed bool, err error) {
+	data, err := os.ReadFile(f.path)
+	if err != nil {
+		return false, err
+	}
+	if f.data != nil && bytes.Equal(data, f.data) {
+		return false, nil
+	}
+	tokens, err := parseTokens(f.path, data)
+	if err != nil {
+		return false, err
+	}
+	f.data = data
+	f.cur.Store(&tokens)
+	return true, nil
+}
+
+// Watch reloads the file every interval until ctx ends, logging each
+// change (how many tokens) and each file it refuses.
+func (f *TokenFile) Watch(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		switch changed, err := f.Reload(); {
+		case err != nil:
+			log.ErrorContext(ctx, "token file not reloaded; the tokens stay as they were", "file", f.path, "err", err)
+		case changed:
+			log.InfoContext(ctx, "token file reloaded", "file", f.path, "tokens", len(f.Tokens()))
+		}
+	}
+}
+
+// WithTokenFile has the edge look bearer tokens up in f as it is now,
+// rather than in the tokens it was built with.
+func WithTokenFile(f *TokenFile) EdgeOption {
+	return func(i *edgeInterceptor) { i.file = f }
+}
