@@ -21,15 +21,15 @@ import (
 // (docs/keys.md), with a task whose wire waits for its approval across
 // the restart.
 type rotation struct {
-	t                   *testing.T
-	dir, data           string
-	tool                *stewardtest.Tool
-	tools, tokens       string
-	flags               []string // the last start's
-	p                   *proc
-	agent, approver     authed
-	taskID              string
-	wire                *stewardv1.Action
+	t               *testing.T
+	dir, data       string
+	tool            *stewardtest.Tool
+	tools, tokens   string
+	flags           []string // the last start's
+	p               *proc
+	agent, approver authed
+	taskID          string
+	wire            *stewardv1.Action
 }
 
 // wireSchema marks the wire's pin secret (docs/secrets.md).
