@@ -1,0 +1,80 @@
+package execution_test
+
+import (
+	"crypto/ed25519"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/steward-run/steward/pkg/credential"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/services/execution"
+	"github.com/steward-run/steward/services/execution/breaker"
+)
+
+// TestPermitKeyRotation walks the rotation docs/keys.md gives for the
+// permit key on workers. A worker verifying with the old key alone runs a
+// permit it signed. While the worker is down, a permit signed with the old
+// key waits on the log (in flight across the change) and governance,
+// rotated, signs the next with the new key; the worker restarted with both
+// keys (--permit-key new --permit-key old) runs both. Once the old key is
+// dropped, a permit it signed is refused, never run.
+func TestPermitKeyRotation(t *testing.T) {
+	ts := startTool(t)
+	b := newHarness(t, breaker.Config{})
+	b.register(ts, "charge", false, nil)
+	b.plane.Stop()
+	oldKey, newKey := newKey(t), newKey(t)
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	b.logger = slog.New(levels{Handler: stewardtest.Logger(t).Handler(), mu: &mu, seen: &seen})
+	permitted := func(taskID string, s *credential.Signer) *stewardv1.Action {
+		b.Append(taskID, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{TaskId: taskID, Intent: "test", AllowedTools: []string{"charge"}}}, &stewardv1.TaskStarted{})
+		a, pm := b.allow(taskID, "p1", "charge", "card-"+taskID)
+		signed, err := s.SignPermit(pm.Permit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pm.Signed = signed
+		b.Append(taskID, pm)
+		return a
+	}
+	restart := func(keys ...ed25519.PublicKey) {
+		b.plane.Stop()
+		b.cfg.PermitKeys = keys
+		b.start()
+	}
+
+	restart(oldKey.PublicKey())
+	before := permitted("t-before", oldKey)
+	b.WaitAction("t-before", before.ActionId, status(succeededS))
+
+	b.plane.Stop()
+	inFlight := permitted("t-in-flight", oldKey)
+	rotated := permitted("t-rotated", newKey)
+	restart(newKey.PublicKey(), oldKey.PublicKey())
+	b.WaitAction("t-in-flight", inFlight.ActionId, status(succeededS))
+	b.WaitAction("t-rotated", rotated.ActionId, status(succeededS))
+
+	restart(newKey.PublicKey())
+	late := permitted("t-late", oldKey)
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.ContainsFunc(seen, func(s string) bool { return strings.Contains(s, "permit refused") && strings.Contains(s, "not trusted") }), strings.Join(seen, "\n")
+	})
+	b.Settle(execution.PlaneName)
+	if got := b.WaitAction("t-late", late.ActionId, func(*stewardv1.Action) bool { return true }); got.Status != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED {
+		t.Errorf("a permit of the dropped key left its action %v; want it permitted, not run", got.Status)
+	}
+	if n := b.Count("t-late", event.TypeActionDispatched); n != 0 || ts.Calls() != 3 {
+		t.Errorf("%d dispatches under the dropped key, %d calls; want none, and the three permitted calls", n, ts.Calls())
+	}
+}
