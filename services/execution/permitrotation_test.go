@@ -68,7 +68,9 @@ func TestPermitKeyRotation(t *testing.T) {
 	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
-		return slices.ContainsFunc(seen, func(s string) bool { return strings.Contains(s, "permit refused") && strings.Contains(s, "not trusted") }), strings.Join(seen, "\n")
+		return slices.ContainsFunc(seen, func(s string) bool {
+			return strings.Contains(s, "permit refused") && strings.Contains(s, "not trusted")
+		}), strings.Join(seen, "\n")
 	})
 	b.Settle(execution.PlaneName)
 	if got := b.WaitAction("t-late", late.ActionId, func(*stewardv1.Action) bool { return true }); got.Status != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED {
