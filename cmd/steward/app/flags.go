@@ -53,7 +53,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	if mode == "dev" {
 		authDefault = " (default: DATA/" + TokensFileName + ", created with four random tokens on first start)"
 	}
-	fs.StringVar(&m.AuthFile, "auth", "", "`FILE` of bearer tokens and the principals and roles they stand for; every call needs one (see docs/auth.md)"+authDefault)
+	fs.StringVar(&m.AuthFile, "auth", "", "`FILE` of bearer tokens and the principals and roles they stand for, read again when it changes; every call needs one (see docs/auth.md)"+authDefault)
 	m.JWT.register(fs)
 	m.Stall.register(fs)
 	m.Snapshots.register(fs)
