@@ -17,9 +17,10 @@ const DefaultTokenReload = 2 * time.Second
 // the new token beside the old, moves callers to it, then drops the old
 // (docs/keys.md). It is safe for concurrent use.
 type TokenFile struct {
-	path string
-	cur  atomic.Pointer[Tokens]
-	data []byte // what the tokens were read from; Watch's goroutine only
+	path    string
+	cur     atomic.Pointer[Tokens]
+	data    []byte // what the tokens were read from; Reload's caller only
+	refused []byte // the last file refused, so that it is reported once
 }
 
 // OpenTokenFile reads the token file at path.
@@ -37,20 +38,23 @@ func (f *TokenFile) Tokens() Tokens { return *f.cur.Load() }
 // Reload reads the file again and, when it changed and parses, serves its
 // tokens from now on; changed says so. A file that does not parse leaves
 // the tokens as they were: a half-written or mistyped file must neither
-// lock everyone out nor let anyone in.
+// lock everyone out nor let anyone in. The same refused file again is no
+// change and no error: it was reported once. Reload is not safe for
+// concurrent use with itself (Watch calls it from one goroutine).
 func (f *TokenFile) Reload() (changed bool, err error) {
 	data, err := os.ReadFile(f.path)
 	if err != nil {
 		return false, err
 	}
-	if f.data != nil && bytes.Equal(data, f.data) {
+	if f.data != nil && bytes.Equal(data, f.data) || f.refused != nil && bytes.Equal(data, f.refused) {
 		return false, nil
 	}
 	tokens, err := parseTokens(f.path, data)
 	if err != nil {
+		f.refused = data
 		return false, err
 	}
-	f.data = data
+	f.data, f.refused = data, nil
 	f.cur.Store(&tokens)
 	return true, nil
 }
