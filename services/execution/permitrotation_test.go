@@ -2,17 +2,11 @@ package execution_test
 
 import (
 	"crypto/ed25519"
-	"log/slog"
-	"slices"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
@@ -30,11 +24,7 @@ func TestPermitKeyRotation(t *testing.T) {
 	b.register(ts, "charge", false, nil)
 	b.plane.Stop()
 	oldKey, newKey := newKey(t), newKey(t)
-	var (
-		mu   sync.Mutex
-		seen []string
-	)
-	b.logger = slog.New(levels{Handler: stewardtest.Logger(t).Handler(), mu: &mu, seen: &seen})
+	refused := b.recordRefusals(t)
 	permitted := func(taskID string, s *credential.Signer) *stewardv1.Action {
 		b.Append(taskID, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{TaskId: taskID, Intent: "test", AllowedTools: []string{"charge"}}}, &stewardv1.TaskStarted{})
 		a, pm := b.allow(taskID, "p1", "charge", "card-"+taskID)
@@ -65,13 +55,7 @@ func TestPermitKeyRotation(t *testing.T) {
 
 	restart(newKey.PublicKey())
 	late := permitted("t-late", oldKey)
-	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
-		mu.Lock()
-		defer mu.Unlock()
-		return slices.ContainsFunc(seen, func(s string) bool {
-			return strings.Contains(s, "permit refused") && strings.Contains(s, "not trusted")
-		}), strings.Join(seen, "\n")
-	})
+	refused("not trusted")
 	b.Settle(execution.PlaneName)
 	if got := b.WaitAction("t-late", late.ActionId, func(*stewardv1.Action) bool { return true }); got.Status != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED {
 		t.Errorf("a permit of the dropped key left its action %v; want it permitted, not run", got.Status)
