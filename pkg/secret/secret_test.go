@@ -198,3 +198,27 @@ func TestRotation(t *testing.T) {
 		t.Error("a ring with one key twice is accepted")
 	}
 }
+
+// BenchmarkOpen measures opening a value sealed under the current key and
+// under the last of two earlier keys: each key tried before the right one
+// costs a failed tag check.
+func BenchmarkOpen(b *testing.B) {
+	keys := [][]byte{bytes.Repeat([]byte{1}, secret.KeySize), bytes.Repeat([]byte{2}, secret.KeySize), bytes.Repeat([]byte{3}, secret.KeySize)}
+	ring, err := secret.New(keys[0], keys[1:]...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	oldest, _ := secret.New(keys[2])
+	value := []byte(`"correct horse battery staple"`)
+	for name, s := range map[string]*secret.Sealer{"current": ring, "third-in-ring": oldest} {
+		c := s.Commit("t1", value)
+		sealed := s.Seal("t1", c, value)
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := ring.Open("t1", c, sealed); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
