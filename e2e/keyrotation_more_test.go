@@ -80,8 +80,8 @@ func TestCallKeyRotation(t *testing.T) {
 	t.Cleanup(front.Close)
 	r := newRotation(t, front.URL+"/wire")
 	tool = r.tool
-	oldKey, oldPub, _ := keyFiles(t, r.dir, "call-old")
-	newKey, newPub, newPublic := keyFiles(t, r.dir, "call-new")
+	oldKey, oldPub, _ := rotationKeyFiles(t, r.dir, "call-old")
+	newKey, newPub, newPublic := rotationKeyFiles(t, r.dir, "call-new")
 	r.start("--call-key", oldKey, "--call-key-published", newPub)
 	h, err := calltool.Protect(context.Background(), r.p.url, front.URL+"/wire", tool.Config.Handler)
 	if err != nil {

@@ -32,8 +32,8 @@ type rotation struct {
 	wire            *stewardv1.Action
 }
 
-// wireSchema marks the wire's pin secret (docs/secrets.md).
-const wireSchema = `{"type":"object","required":["amount"],"properties":{"amount":{"type":"integer","minimum":1},"pin":{"type":"string","writeOnly":true}}}`
+// rotationWireSchema marks the wire's pin secret (docs/secrets.md).
+const rotationWireSchema = `{"type":"object","required":["amount"],"properties":{"amount":{"type":"integer","minimum":1},"pin":{"type":"string","writeOnly":true}}}`
 
 // newRotation writes the tools and tokens files; the wire is called at
 // wireURL, the reference tool's /wire when empty.
@@ -46,7 +46,7 @@ func newRotation(t *testing.T, wireURL string) *rotation {
 	r.tools = writeFile(t, r.dir, "tools.json", fmt.Sprintf(`{"tools": [
 	  {"name": "search", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "http": {"url": %q}},
 	  {"name": "wire", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_CONFIDENTIAL",
-	   "parametersSchema": %q, "http": {"url": %q}}]}`, r.tool.URL+"/search", wireSchema, wireURL))
+	   "parametersSchema": %q, "http": {"url": %q}}]}`, r.tool.URL+"/search", rotationWireSchema, wireURL))
 	r.tokens = writeFile(t, r.dir, "tokens.json", tokensFile)
 	return r
 }
@@ -98,8 +98,8 @@ func (r *rotation) approveAs(approver authed) map[string]any {
 	return nil
 }
 
-// keyFiles makes an Ed25519 key (PEM) and its public half (hex) in dir.
-func keyFiles(t *testing.T, dir, name string) (private, public string, pub ed25519.PublicKey) {
+// rotationKeyFiles makes an Ed25519 key (PEM) and its public half (hex) in dir.
+func rotationKeyFiles(t *testing.T, dir, name string) (private, public string, pub ed25519.PublicKey) {
 	t.Helper()
 	private = filepath.Join(dir, name+".key")
 	key, _, err := credential.LoadOrCreateKey(private)
@@ -118,8 +118,8 @@ func keyFiles(t *testing.T, dir, name string) (private, public string, pub ed255
 // one.
 func TestCredentialKeyRotation(t *testing.T) {
 	r := newRotation(t, "")
-	oldKey, oldPub, _ := keyFiles(t, r.dir, "credential-old")
-	newKey, _, newPub := keyFiles(t, r.dir, "credential-new")
+	oldKey, oldPub, _ := rotationKeyFiles(t, r.dir, "credential-old")
+	newKey, _, newPub := rotationKeyFiles(t, r.dir, "credential-new")
 	r.start("--credential-key", oldKey)
 	r.inFlight(map[string]any{"amount": 5})
 
