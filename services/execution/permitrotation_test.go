@@ -3,6 +3,9 @@ package execution_test
 import (
 	"crypto/ed25519"
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/event"
@@ -62,5 +65,44 @@ func TestPermitKeyRotation(t *testing.T) {
 	}
 	if n := b.Count("t-late", event.TypeActionDispatched); n != 0 || ts.Calls() != 3 {
 		t.Errorf("%d dispatches under the dropped key, %d calls; want none, and the three permitted calls", n, ts.Calls())
+	}
+}
+
+// TestAPermitOfADroppedKeyIsDecidedAgainAtItsExpiry: a permit signed by a
+// key the worker no longer trusts is never claimed, but it does not strand
+// its action: once the permit is past its expiry (one waiting through a
+// pause or the rotation, or one that expires while refused), execution
+// sends it back to governance as any expired permit, which decides again
+// and signs with the key it holds now.
+func TestAPermitOfADroppedKeyIsDecidedAgainAtItsExpiry(t *testing.T) {
+	ts := startTool(t)
+	b := newHarness(t, breaker.Config{})
+	b.register(ts, "charge", false, nil)
+	oldKey, newKey := newKey(t), newKey(t)
+	b.plane.Stop()
+	b.cfg.PermitKeys = []ed25519.PublicKey{newKey.PublicKey()}
+	refused := b.recordRefusals(t)
+	b.start()
+	for _, tc := range []struct {
+		taskID  string
+		expires time.Time
+	}{{"t-expired", time.Now().Add(-time.Second)}, {"t-expiring", time.Now().Add(time.Second)}} {
+		b.Append(tc.taskID, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{TaskId: tc.taskID, Intent: "test", AllowedTools: []string{"charge"}}}, &stewardv1.TaskStarted{})
+		a, pm := b.allow(tc.taskID, "p1", "charge", "card-"+tc.taskID)
+		pm.Permit.ExpiresAt = timestamppb.New(tc.expires)
+		signed, err := oldKey.SignPermit(pm.Permit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pm.Signed = signed
+		b.Append(tc.taskID, pm)
+		refused("not trusted")
+		got := b.WaitAction(tc.taskID, a.ActionId, func(a *stewardv1.Action) bool { return a.LastRevalidation != 0 })
+		if got.LastRevalidation != stewardv1.RevalidationReason_REVALIDATION_REASON_EXPIRED || b.Count(tc.taskID, event.TypeActionDispatched) != 0 {
+			t.Errorf("%s: revalidated for %v, %d dispatches; want expired, none", tc.taskID, got.LastRevalidation, b.Count(tc.taskID, event.TypeActionDispatched))
+		}
+	}
+	if ts.Calls() != 0 {
+		t.Errorf("%d calls under a dropped key", ts.Calls())
 	}
 }
