@@ -3,6 +3,8 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sync/atomic"
@@ -11,6 +13,11 @@ import (
 
 // DefaultTokenReload is how often a token file is read again for a change.
 const DefaultTokenReload = 2 * time.Second
+
+// MaxTokenFileBytes bounds a token file: tens of thousands of tokens. The
+// file is read every DefaultTokenReload; one pointed at something huge by
+// mistake must not be read whole every 2 s.
+const MaxTokenFileBytes = 4 << 20
 
 // TokenFile is a token file (LoadTokens) read again when it changes, so
 // that a token is added or withdrawn without a restart: a rotation lists
@@ -21,6 +28,7 @@ type TokenFile struct {
 	cur     atomic.Pointer[Tokens]
 	data    []byte // what the tokens were read from; Reload's caller only
 	refused []byte // the last file refused, so that it is reported once
+	failed  string // the last read that failed, so that it is reported once
 }
 
 // OpenTokenFile reads the token file at path.
@@ -39,13 +47,20 @@ func (f *TokenFile) Tokens() Tokens { return *f.cur.Load() }
 // tokens from now on; changed says so. A file that does not parse leaves
 // the tokens as they were: a half-written or mistyped file must neither
 // lock everyone out nor let anyone in. The same refused file again is no
-// change and no error: it was reported once. Reload is not safe for
-// concurrent use with itself (Watch calls it from one goroutine).
+// change and no error: it was reported once, and so is a file that cannot
+// be read (removed, or past MaxTokenFileBytes) until it can. Reload is
+// not safe for concurrent use with itself (Watch calls it from one
+// goroutine).
 func (f *TokenFile) Reload() (changed bool, err error) {
-	data, err := os.ReadFile(f.path)
+	data, err := readBounded(f.path)
 	if err != nil {
+		if err.Error() == f.failed {
+			return false, nil
+		}
+		f.failed = err.Error()
 		return false, err
 	}
+	f.failed = ""
 	if f.data != nil && bytes.Equal(data, f.data) || f.refused != nil && bytes.Equal(data, f.refused) {
 		return false, nil
 	}
@@ -57,6 +72,24 @@ func (f *TokenFile) Reload() (changed bool, err error) {
 	f.data, f.refused = data, nil
 	f.cur.Store(&tokens)
 	return true, nil
+}
+
+// readBounded reads the file at path, refusing one past MaxTokenFileBytes
+// without reading it whole.
+func readBounded(path string) ([]byte, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	data, err := io.ReadAll(io.LimitReader(file, MaxTokenFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxTokenFileBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, MaxTokenFileBytes)
+	}
+	return data, nil
 }
 
 // Watch reloads the file every interval until ctx ends, logging each
