@@ -3,12 +3,11 @@ package rpc
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"sync/atomic"
 	"time"
+
+	"github.com/steward-run/steward/pkg/keyfile"
 )
 
 // DefaultTokenReload is how often a token file is read again for a change.
@@ -52,7 +51,7 @@ func (f *TokenFile) Tokens() Tokens { return *f.cur.Load() }
 // not safe for concurrent use with itself (Watch calls it from one
 // goroutine).
 func (f *TokenFile) Reload() (changed bool, err error) {
-	data, err := readBounded(f.path)
+	data, err := keyfile.ReadAtMost(f.path, MaxTokenFileBytes)
 	if err != nil {
 		if err.Error() == f.failed {
 			return false, nil
@@ -72,24 +71,6 @@ func (f *TokenFile) Reload() (changed bool, err error) {
 	f.data, f.refused = data, nil
 	f.cur.Store(&tokens)
 	return true, nil
-}
-
-// readBounded reads the file at path, refusing one past MaxTokenFileBytes
-// without reading it whole.
-func readBounded(path string) ([]byte, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer file.Close()
-	data, err := io.ReadAll(io.LimitReader(file, MaxTokenFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxTokenFileBytes {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, MaxTokenFileBytes)
-	}
-	return data, nil
 }
 
 // Watch reloads the file every interval until ctx ends, logging each
