@@ -206,8 +206,20 @@ func (s *Sealer) Open(taskID, commitment string, sealed []byte) ([]byte, error) 
 		}
 		return value, nil
 	}
-	return nil, ErrMismatch
+	return nil, unknownKey{s.KeyIDs()}
 }
+
+// unknownKey is Open's error for a value that opens under no key of the
+// ring: the likeliest cause is an operator's — an earlier key left out of
+// the ring, or dropped while values it sealed were still in use — and the
+// error says so. It is an ErrMismatch to callers.
+type unknownKey struct{ ids []string }
+
+func (e unknownKey) Error() string {
+	return fmt.Sprintf("the sealed secret opens under none of the keys held here (ids %s): it was sealed under another key — an earlier key missing from the ring (docs/keys.md) — or altered", strings.Join(e.ids, ", "))
+}
+
+func (unknownKey) Is(target error) bool { return target == ErrMismatch }
 
 func ad(taskID, commitment string) []byte {
 	return []byte("steward.secret.v1\x00" + taskID + "\x00" + commitment)

@@ -3,6 +3,7 @@ package secret_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -220,5 +221,38 @@ func BenchmarkOpen(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestOpenUnderAnUnknownKey: a value sealed under a key the ring does not
+// hold — an earlier key left out, or dropped too soon — is refused with an
+// error that says so and names the ring's key ids, never a panic, and is
+// still ErrMismatch to callers; a value that opens but commits to another
+// value says mismatch, not key. Cut or empty sealed bytes are refused too.
+// A key id shows nothing of its key.
+func TestOpenUnderAnUnknownKey(t *testing.T) {
+	oldKey, newKey := bytes.Repeat([]byte{7}, secret.KeySize), bytes.Repeat([]byte{8}, secret.KeySize)
+	before, _ := secret.New(oldKey)
+	ring, _ := secret.New(newKey)
+	value := []byte(`"pw"`)
+	c := before.Commit("t1", value)
+	_, err := ring.Open("t1", c, before.Seal("t1", c, value))
+	if !errors.Is(err, secret.ErrMismatch) || !strings.Contains(err.Error(), "none of the keys") || !strings.Contains(err.Error(), ring.KeyIDs()[0]) {
+		t.Errorf("a value sealed under an unknown key: %v; want an error saying no key here opens it, naming the ring's ids", err)
+	}
+	other := ring.Commit("t1", []byte(`"other"`))
+	if _, err := ring.Open("t1", other, ring.Seal("t1", other, value)); !errors.Is(err, secret.ErrMismatch) || strings.Contains(err.Error(), "none of the keys") {
+		t.Errorf("a value that opens but commits elsewhere: %v; want a mismatch, not a missing key", err)
+	}
+	for _, cut := range [][]byte{nil, {1, 2, 3}, before.Seal("t1", c, value)[:30]} {
+		if _, err := ring.Open("t1", c, cut); !errors.Is(err, secret.ErrMismatch) {
+			t.Errorf("sealed bytes %x: %v", cut, err)
+		}
+	}
+	for _, k := range [][]byte{oldKey, newKey} {
+		s, _ := secret.New(k)
+		if id := s.KeyIDs()[0]; strings.Contains(fmt.Sprintf("%x", k), id) || strings.Contains(string(k), id) {
+			t.Errorf("key id %s shows its key", id)
+		}
 	}
 }
