@@ -2,9 +2,14 @@ package control_test
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/services/control"
 )
@@ -20,14 +25,7 @@ func TestRetryAcrossASecretKeyRotation(t *testing.T) {
 	id := r.secretTask(t, "rotated")
 	a := r.propose(t, id, "p1", "login", "acct", map[string]any{"user": "bob", "password": "pw-hunter2"})
 
-	r.ctl.Stop()
-	ring, err := secret.New(bytes.Repeat([]byte{9}, secret.KeySize), r.sealerKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.sealer = ring
-	r.ctl = control.New(r.Log, r.Logger, r.config())
-	r.start(t)
+	ring := r.rotateSecretKey(t)
 
 	r.run(t, id, a.ActionId, failed(transient, "HTTP 503: busy"), nil, time.Now())
 	r.settle()
@@ -45,4 +43,43 @@ func TestRetryAcrossASecretKeyRotation(t *testing.T) {
 	if fresh.RequestHash == a.RequestHash {
 		t.Error("a new proposal after the rotation commits under the old key")
 	}
+}
+
+// TestRepeatedProposalAcrossASecretKeyRotation: an agent that repeats a
+// proposal (the same proposal_id and params: its first answer was lost)
+// after the secret key was rotated gets the action the first try
+// recorded, not AlreadyExists: the repeat keeps the commitment the action
+// holds under the earlier key. Other params under that proposal_id are
+// still refused.
+func TestRepeatedProposalAcrossASecretKeyRotation(t *testing.T) {
+	r := newHarness(t)
+	id := r.secretTask(t, "repeated")
+	params := map[string]any{"user": "bob", "password": "pw-hunter2"}
+	a := r.propose(t, id, "p1", "login", "acct", params)
+
+	r.rotateSecretKey(t)
+
+	if again := r.propose(t, id, "p1", "login", "acct", params); again.ActionId != a.ActionId || again.RequestHash != a.RequestHash {
+		t.Errorf("the repeat is %s (%s); want the first try's %s (%s)", again.ActionId, again.RequestHash, a.ActionId, a.RequestHash)
+	}
+	ps, _ := structpb.NewStruct(map[string]any{"user": "bob", "password": "pw-another"})
+	if _, _, err := r.ctl.ProposeAction(context.Background(), "agent", &stewardv1.ProposeActionRequest{
+		TaskId: id, ProposalId: "p1", Tool: "login", Target: "acct", Params: ps}); !errs.Is(err, errs.AlreadyExists) {
+		t.Errorf("a repeat with another secret: %v; want AlreadyExists", err)
+	}
+}
+
+// rotateSecretKey restarts the control plane with a new secret key and the
+// one it had as the earlier key of its ring, and returns the ring.
+func (r *harness) rotateSecretKey(t *testing.T) *secret.Sealer {
+	t.Helper()
+	r.ctl.Stop()
+	ring, err := secret.New(bytes.Repeat([]byte{9}, secret.KeySize), r.sealerKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.sealer = ring
+	r.ctl = control.New(r.Log, r.Logger, r.config())
+	r.start(t)
+	return ring
 }

@@ -2,6 +2,7 @@ package control
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"sort"
 	"strings"
@@ -49,6 +50,24 @@ func (p *Plane) conceal(taskID string, entry *toolreg.Entry, params []byte, held
 	}
 	sort.Slice(sealed, func(i, j int) bool { return sealed[i].Commitment < sealed[j].Commitment })
 	return concealed, sealed, nil
+}
+
+// preparedHeld returns d, the draft of a repeated proposal, prepared again
+// keeping the commitments existing (the action its first try recorded)
+// holds, when those are under an earlier key of the ring: a repeat after a
+// secret key rotation then makes the request the first try made, and gets
+// its action. Any other difference stays for sameProposal to refuse.
+func preparedHeld(ctx context.Context, p *Plane, t *stewardv1.Task, pr proposal, existing *stewardv1.Action, d *draft) *draft {
+	same := d.action.Tool == existing.Tool && d.action.ToolVersion == existing.ToolVersion
+	if !same || existing.RequestHash == d.action.RequestHash || len(existing.SealedSecrets) == 0 {
+		return d
+	}
+	pr.held = existing.SealedSecrets
+	again, err := p.prepare(ctx, t, pr)
+	if err != nil {
+		return d
+	}
+	return again
 }
 
 // heldFor returns the sealed value among held that commits to value under
