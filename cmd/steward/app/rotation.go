@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/secret"
@@ -52,6 +53,10 @@ func (r rotationFlags) callKeySet(signing ed25519.PublicKey) ([]ed25519.PublicKe
 		pub, err := credential.LoadPublicKey(path)
 		if err != nil {
 			return nil, fmt.Errorf("--call-key-published: %w", err)
+		}
+		// One kid twice in a JWKS is a set some JOSE libraries refuse.
+		if slices.ContainsFunc(keys, func(k ed25519.PublicKey) bool { return k.Equal(pub) }) {
+			return nil, fmt.Errorf("--call-key-published: %s is a key published already (the signing key, or another --call-key-published)", path)
 		}
 		keys = append(keys, pub)
 	}

@@ -56,3 +56,27 @@ func TestRotationFlags(t *testing.T) {
 		t.Errorf("a missing published key: %v", err)
 	}
 }
+
+// TestCallKeyPublishedTwice: a published key that is the signing key, or
+// one given twice, is refused naming the flag: a JWKS with one kid twice
+// is one some JOSE libraries refuse whole, and it is the mistake of a
+// rotation's step 3 (publishing the new key instead of the old).
+func TestCallKeyPublishedTwice(t *testing.T) {
+	dir := t.TempDir()
+	signing, _, _ := ed25519.GenerateKey(nil)
+	other, _, _ := ed25519.GenerateKey(nil)
+	write := func(name string, pub ed25519.PublicKey) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(hex.EncodeToString(pub)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	same, o := write("same.pub", signing), write("other.pub", other)
+	for _, files := range [][]string{{same}, {o, o}} {
+		_, err := (rotationFlags{CallPublished: files}).callKeySet(signing)
+		if err == nil || !strings.Contains(err.Error(), "--call-key-published") || !strings.Contains(err.Error(), "published already") {
+			t.Errorf("%v: %v; want a refusal naming --call-key-published", files, err)
+		}
+	}
+}
