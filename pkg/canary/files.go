@@ -2,11 +2,11 @@ package canary
 
 import (
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"reflect"
 	"strconv"
+
+	"github.com/steward-run/steward/pkg/keyfile"
 )
 
 // MaxFileBytes bounds a definition and a baseline file: fifty samples of
@@ -15,21 +15,7 @@ import (
 const MaxFileBytes = 4 << 20
 
 // readFile reads file, refusing one past MaxFileBytes.
-func readFile(file string) ([]byte, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("%s is larger than %d bytes", file, MaxFileBytes)
-	}
-	return data, nil
-}
+func readFile(file string) ([]byte, error) { return keyfile.ReadAtMost(file, MaxFileBytes) }
 
 // wrongType is what Go type t wants when JSON value v is not of it ("" if
 // it is): a whole number for an integer, a list for a slice, and so on.

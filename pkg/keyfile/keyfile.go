@@ -8,6 +8,8 @@ package keyfile
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -76,4 +78,23 @@ func OpenToOthers(path string) (fs.FileMode, bool) {
 		return 0, false
 	}
 	return fi.Mode().Perm(), fi.Mode().Perm()&0o007 != 0
+}
+
+// ReadAtMost reads the file at path, refusing one past max bytes before it
+// is read whole: a file read again and again (a token file), or one that
+// may be hostile, must not cost what its size says.
+func ReadAtMost(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return data, nil
 }

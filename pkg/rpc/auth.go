@@ -62,6 +62,11 @@ func LoadTokens(path string) (Tokens, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseTokens(path, data)
+}
+
+// parseTokens reads the tokens of a token file at path holding data.
+func parseTokens(path string, data []byte) (Tokens, error) {
 	// A misspelt field is an error: ignored, it would grant nothing,
 	// silently ("role" for "roles"; "token" for "tokens", no token).
 	dec := json.NewDecoder(bytes.NewReader(data))

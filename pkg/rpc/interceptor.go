@@ -43,6 +43,7 @@ func WithIdentity(ctx context.Context, id Identity) context.Context {
 type edgeInterceptor struct {
 	log     *slog.Logger
 	tokens  Tokens
+	file    *TokenFile // the tokens as reloaded, when set
 	parties PartiesFunc
 	jwt     *JWTVerifier
 	denied  *prometheus.CounterVec
@@ -99,7 +100,11 @@ func (i *edgeInterceptor) identify(ctx context.Context, procedure string, h http
 	}
 	token, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
 	token = strings.TrimSpace(token)
-	if id, known := i.tokens[token]; ok && known {
+	tokens := i.tokens
+	if i.file != nil {
+		tokens = i.file.Tokens()
+	}
+	if id, known := tokens[token]; ok && known {
 		id.Verified = true
 		return WithIdentity(ctx, id), nil
 	}

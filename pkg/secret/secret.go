@@ -43,35 +43,82 @@ const Prefix = "hmac-sha256:"
 // KeySize is the size of the master key in bytes.
 const KeySize = 32
 
-// Sealer commits to secret values and seals and opens them.
+// Sealer commits to secret values and seals and opens them, under its
+// current key; it also opens values sealed under earlier keys of its ring
+// (New's earlier), so that a rotation does not strand actions proposed
+// before it.
 type Sealer struct {
+	keys []ringKey // the current key first
+}
+
+// ringKey is one master key's derived keys, and its id.
+type ringKey struct {
+	id     string
 	mac    []byte
 	digest []byte
 	aead   cipher.AEAD
 }
 
-// New returns a Sealer for a master key of KeySize bytes.
-func New(master []byte) (*Sealer, error) {
+// New returns a Sealer for a master key of KeySize bytes, which commits,
+// seals and keys digests, and for the earlier master keys still trusted
+// to open what they sealed (docs/keys.md).
+func New(master []byte, earlier ...[]byte) (*Sealer, error) {
+	s := &Sealer{}
+	for i, m := range append([][]byte{master}, earlier...) {
+		k, err := derive(m)
+		if err != nil {
+			if i > 0 {
+				return nil, fmt.Errorf("earlier key %d: %w", i, err)
+			}
+			return nil, err
+		}
+		if slices.ContainsFunc(s.keys, func(o ringKey) bool { return o.id == k.id }) {
+			return nil, fmt.Errorf("the key %s is given twice", k.id)
+		}
+		s.keys = append(s.keys, k)
+	}
+	return s, nil
+}
+
+func derive(master []byte) (ringKey, error) {
 	if len(master) != KeySize {
-		return nil, fmt.Errorf("the secret key is %d bytes, want %d", len(master), KeySize)
+		return ringKey{}, fmt.Errorf("the secret key is %d bytes, want %d", len(master), KeySize)
 	}
-	mac, err := hkdf.Key(sha256.New, master, nil, "steward.secret.commit.v1", 32)
-	if err != nil {
-		return nil, err
-	}
-	digest, err := hkdf.Key(sha256.New, master, nil, "steward.digest.v1", 32)
-	if err != nil {
-		return nil, err
+	var k ringKey
+	var err error
+	labels := []struct {
+		out  *[]byte
+		info string
+	}{{&k.mac, "steward.secret.commit.v1"}, {&k.digest, "steward.digest.v1"}}
+	for _, l := range labels {
+		if *l.out, err = hkdf.Key(sha256.New, master, nil, l.info, 32); err != nil {
+			return ringKey{}, err
+		}
 	}
 	enc, err := hkdf.Key(sha256.New, master, nil, "steward.secret.seal.v1", chacha20poly1305.KeySize)
 	if err != nil {
-		return nil, err
+		return ringKey{}, err
 	}
-	aead, err := chacha20poly1305.NewX(enc)
+	if k.aead, err = chacha20poly1305.NewX(enc); err != nil {
+		return ringKey{}, err
+	}
+	id, err := hkdf.Key(sha256.New, master, nil, "steward.secret.id.v1", 8)
 	if err != nil {
-		return nil, err
+		return ringKey{}, err
 	}
-	return &Sealer{mac: mac, digest: digest, aead: aead}, nil
+	k.id = hex.EncodeToString(id)
+	return k, nil
+}
+
+// KeyIDs returns the ids of the ring's keys, the current one first: 16
+// hex digits derived from each key (one-way), for logs and for telling
+// key files apart without showing them.
+func (s *Sealer) KeyIDs() []string {
+	ids := make([]string, len(s.keys))
+	for i, k := range s.keys {
+		ids[i] = k.id
+	}
+	return ids
 }
 
 // Commit returns the commitment to value (canonical JSON) in task taskID:
@@ -80,8 +127,24 @@ func New(master []byte) (*Sealer, error) {
 // proposal again has the same request hash; keyed, so that nobody without
 // the key can test guesses of a short secret against it; and bound to the
 // task, so that one value in two tasks cannot be linked by its commitment.
+// It uses the current key.
 func (s *Sealer) Commit(taskID string, value []byte) string {
-	m := hmac.New(sha256.New, s.mac)
+	return s.keys[0].commit(taskID, value)
+}
+
+// Commitments returns value's commitment in task taskID under each key of
+// the ring, the current one first: a retry of an action proposed before a
+// rotation finds the commitment its request holds among them.
+func (s *Sealer) Commitments(taskID string, value []byte) []string {
+	out := make([]string, len(s.keys))
+	for i, k := range s.keys {
+		out[i] = k.commit(taskID, value)
+	}
+	return out
+}
+
+func (k ringKey) commit(taskID string, value []byte) string {
+	m := hmac.New(sha256.New, k.mac)
 	m.Write([]byte("steward.secret.v1\x00" + taskID + "\x00"))
 	m.Write(value)
 	return Prefix + hex.EncodeToString(m.Sum(nil))
@@ -93,27 +156,29 @@ func (s *Sealer) Commit(taskID string, value []byte) string {
 // from the master key, of "steward.digest.v1", the task id and hash,
 // joined by NUL bytes, with Prefix. A plain SHA-256 of a short result
 // ({"approved":true}) is recovered by trying guesses; this one cannot be
-// tested without the key. It is stable, so that one caller can still see
-// two views name the same content, and bound to the task. A nil Sealer
-// (no key) returns "": the digest is then hidden. Empty hash gives "".
+// tested without the key. It is stable under one key, so that one caller
+// can still see two views name the same content, and bound to the task.
+// A nil Sealer (no key) returns "": the digest is then hidden. Empty hash
+// gives "".
 func (s *Sealer) Digest(taskID, hash string) string {
 	if s == nil || hash == "" {
 		return ""
 	}
-	m := hmac.New(sha256.New, s.digest)
+	m := hmac.New(sha256.New, s.keys[0].digest)
 	m.Write([]byte("steward.digest.v1\x00" + taskID + "\x00" + hash))
 	return Prefix + hex.EncodeToString(m.Sum(nil))
 }
 
-// Seal encrypts value under the sealing key, with the task id and the
-// commitment as associated data: a sealed value opens only for the
+// Seal encrypts value under the current sealing key, with the task id and
+// the commitment as associated data: a sealed value opens only for the
 // commitment it was sealed for. It returns nonce || ciphertext.
 func (s *Sealer) Seal(taskID, commitment string, value []byte) []byte {
-	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(value)+s.aead.Overhead())
+	aead := s.keys[0].aead
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(value)+aead.Overhead())
 	if _, err := rand.Read(nonce); err != nil {
 		panic(err) // crypto/rand does not fail
 	}
-	return s.aead.Seal(nonce, nonce, value, ad(taskID, commitment))
+	return aead.Seal(nonce, nonce, value, ad(taskID, commitment))
 }
 
 // ErrMismatch is returned by Open for a sealed value that does not open, or
@@ -122,20 +187,39 @@ var ErrMismatch = errors.New("the sealed secret does not match its commitment")
 
 // Open decrypts a sealed value and checks that it commits to commitment
 // in task taskID: the value sent to a tool is the one the approval bound.
+// Each key of the ring is tried, the current one first; the value must
+// commit to commitment under the key that opened it. An AEAD opens only
+// under the key that sealed, so trying the others costs a failed tag check
+// each, and never opens a value under the wrong key.
 func (s *Sealer) Open(taskID, commitment string, sealed []byte) ([]byte, error) {
-	n := s.aead.NonceSize()
-	if len(sealed) < n+s.aead.Overhead() {
-		return nil, ErrMismatch
+	for _, k := range s.keys {
+		n := k.aead.NonceSize()
+		if len(sealed) < n+k.aead.Overhead() {
+			return nil, ErrMismatch
+		}
+		value, err := k.aead.Open(nil, sealed[:n], sealed[n:], ad(taskID, commitment))
+		if err != nil {
+			continue
+		}
+		if !hmac.Equal([]byte(k.commit(taskID, value)), []byte(commitment)) {
+			return nil, ErrMismatch
+		}
+		return value, nil
 	}
-	value, err := s.aead.Open(nil, sealed[:n], sealed[n:], ad(taskID, commitment))
-	if err != nil {
-		return nil, ErrMismatch
-	}
-	if !hmac.Equal([]byte(s.Commit(taskID, value)), []byte(commitment)) {
-		return nil, ErrMismatch
-	}
-	return value, nil
+	return nil, unknownKey{s.KeyIDs()}
 }
+
+// unknownKey is Open's error for a value that opens under no key of the
+// ring: the likeliest cause is an operator's — an earlier key left out of
+// the ring, or dropped while values it sealed were still in use — and the
+// error says so. It is an ErrMismatch to callers.
+type unknownKey struct{ ids []string }
+
+func (e unknownKey) Error() string {
+	return fmt.Sprintf("the sealed secret opens under none of the keys held here (ids %s): it was sealed under another key — an earlier key missing from the ring (docs/keys.md) — or altered", strings.Join(e.ids, ", "))
+}
+
+func (unknownKey) Is(target error) bool { return target == ErrMismatch }
 
 func ad(taskID, commitment string) []byte {
 	return []byte("steward.secret.v1\x00" + taskID + "\x00" + commitment)

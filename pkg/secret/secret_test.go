@@ -3,6 +3,7 @@ package secret_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -154,5 +155,104 @@ func TestDigest(t *testing.T) {
 	}
 	if got := one.Digest("t1", ""); got != "" {
 		t.Errorf("Digest of no hash = %q, want none", got)
+	}
+}
+
+// TestRotation: a Sealer with a new key and the old one in its ring opens
+// what the old key sealed, and checks it against the old key's commitment;
+// it commits and seals anew under the new key only; without the old key in
+// the ring, the old values do not open.
+func TestRotation(t *testing.T) {
+	oldKey, newKey := bytes.Repeat([]byte{1}, secret.KeySize), bytes.Repeat([]byte{2}, secret.KeySize)
+	before, _ := secret.New(oldKey)
+	value := []byte(`"hunter2"`)
+	c := before.Commit("t1", value)
+	sealed := before.Seal("t1", c, value)
+
+	ring, err := secret.New(newKey, oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := ring.Open("t1", c, sealed); err != nil || string(v) != `"hunter2"` {
+		t.Errorf("the ring opens the old key's value as %s, %v", v, err)
+	}
+	if got := ring.Commitments("t1", value); len(got) != 2 || got[1] != c || got[0] == c || got[0] != ring.Commit("t1", value) {
+		t.Errorf("Commitments = %v; want the new key's, then the old key's %s", got, c)
+	}
+	fresh := ring.Commit("t1", value)
+	if _, err := before.Open("t1", fresh, ring.Seal("t1", fresh, value)); !errors.Is(err, secret.ErrMismatch) {
+		t.Errorf("the old key alone opens a value sealed after the rotation: %v", err)
+	}
+	after, _ := secret.New(newKey)
+	if _, err := after.Open("t1", c, sealed); !errors.Is(err, secret.ErrMismatch) {
+		t.Errorf("without the old key in the ring, its value opens: %v", err)
+	}
+	// The value opened by the old key must commit under the old key: a
+	// value sealed under the old key for a new-key commitment is refused.
+	if _, err := ring.Open("t1", fresh, before.Seal("t1", fresh, value)); !errors.Is(err, secret.ErrMismatch) {
+		t.Errorf("a value sealed under one key for another key's commitment opens: %v", err)
+	}
+	if ids := ring.KeyIDs(); len(ids) != 2 || ids[1] != before.KeyIDs()[0] || ids[0] == ids[1] || len(ids[0]) != 16 {
+		t.Errorf("KeyIDs = %v", ids)
+	}
+	if _, err := secret.New(newKey, newKey); err == nil {
+		t.Error("a ring with one key twice is accepted")
+	}
+}
+
+// BenchmarkOpen measures opening a value sealed under the current key and
+// under the last of two earlier keys: each key tried before the right one
+// costs a failed tag check.
+func BenchmarkOpen(b *testing.B) {
+	keys := [][]byte{bytes.Repeat([]byte{1}, secret.KeySize), bytes.Repeat([]byte{2}, secret.KeySize), bytes.Repeat([]byte{3}, secret.KeySize)}
+	ring, err := secret.New(keys[0], keys[1:]...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	oldest, _ := secret.New(keys[2])
+	value := []byte(`"correct horse battery staple"`)
+	for name, s := range map[string]*secret.Sealer{"current": ring, "third-in-ring": oldest} {
+		c := s.Commit("t1", value)
+		sealed := s.Seal("t1", c, value)
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := ring.Open("t1", c, sealed); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestOpenUnderAnUnknownKey: a value sealed under a key the ring does not
+// hold — an earlier key left out, or dropped too soon — is refused with an
+// error that says so and names the ring's key ids, never a panic, and is
+// still ErrMismatch to callers; a value that opens but commits to another
+// value says mismatch, not key. Cut or empty sealed bytes are refused too.
+// A key id shows nothing of its key.
+func TestOpenUnderAnUnknownKey(t *testing.T) {
+	oldKey, newKey := bytes.Repeat([]byte{7}, secret.KeySize), bytes.Repeat([]byte{8}, secret.KeySize)
+	before, _ := secret.New(oldKey)
+	ring, _ := secret.New(newKey)
+	value := []byte(`"pw"`)
+	c := before.Commit("t1", value)
+	_, err := ring.Open("t1", c, before.Seal("t1", c, value))
+	if !errors.Is(err, secret.ErrMismatch) || !strings.Contains(err.Error(), "none of the keys") || !strings.Contains(err.Error(), ring.KeyIDs()[0]) {
+		t.Errorf("a value sealed under an unknown key: %v; want an error saying no key here opens it, naming the ring's ids", err)
+	}
+	other := ring.Commit("t1", []byte(`"other"`))
+	if _, err := ring.Open("t1", other, ring.Seal("t1", other, value)); !errors.Is(err, secret.ErrMismatch) || strings.Contains(err.Error(), "none of the keys") {
+		t.Errorf("a value that opens but commits elsewhere: %v; want a mismatch, not a missing key", err)
+	}
+	for _, cut := range [][]byte{nil, {1, 2, 3}, before.Seal("t1", c, value)[:30]} {
+		if _, err := ring.Open("t1", c, cut); !errors.Is(err, secret.ErrMismatch) {
+			t.Errorf("sealed bytes %x: %v", cut, err)
+		}
+	}
+	for _, k := range [][]byte{oldKey, newKey} {
+		s, _ := secret.New(k)
+		if id := s.KeyIDs()[0]; strings.Contains(fmt.Sprintf("%x", k), id) || strings.Contains(string(k), id) {
+			t.Errorf("key id %s shows its key", id)
+		}
 	}
 }

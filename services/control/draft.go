@@ -47,6 +47,10 @@ type proposal struct {
 	// an amendment, a compensation) or a plan step, whose ids and hashes
 	// derive from the request they first made.
 	fallBack bool
+	// held are the sealed values of the action a retry redoes: a value
+	// committed under an earlier secret key keeps that commitment, so the
+	// request comes out the same across a key rotation (docs/keys.md).
+	held []*stewardv1.SealedSecret
 }
 
 // draft is a proposal checked against its tool: the action to record and
@@ -92,7 +96,7 @@ func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*d
 	if err != nil {
 		return nil, err
 	}
-	params, sealed, err := p.conceal(pr.taskID, entry, pr.params)
+	params, sealed, err := p.conceal(pr.taskID, entry, pr.params, pr.held)
 	if err != nil {
 		return nil, err
 	}

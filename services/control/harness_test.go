@@ -36,8 +36,9 @@ type harness struct {
 	*stewardtest.Env
 	ctl    *control.Plane
 	signer *credential.Signer
-	// sealer seals secret parameters (Config.Secrets).
-	sealer *secret.Sealer
+	// sealer seals secret parameters (Config.Secrets), under sealerKey.
+	sealer    *secret.Sealer
+	sealerKey []byte
 	// clock is the plane's, moved on by the tests that need time to pass.
 	clock stewardtest.Clock
 }
@@ -73,7 +74,7 @@ func idleHarness(t *testing.T, opts ...control.Option) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &harness{Env: stewardtest.NewEnv(t), signer: credential.NewSigner(key), sealer: sealer}
+	r := &harness{Env: stewardtest.NewEnv(t), signer: credential.NewSigner(key), sealer: sealer, sealerKey: key.Seed()}
 	r.ctl = control.New(r.Log, r.Logger, r.config(), opts...)
 	t.Cleanup(func() { r.ctl.Stop() }) // its quotas' reader, if a command started it
 	return r

@@ -57,7 +57,7 @@ func (p *Plane) concealPlan(ctx context.Context, t *stewardv1.Task, pl *stewardv
 		if err != nil {
 			return nil, nil, errs.Field(at+".params", "is not a JSON object: %v", err)
 		}
-		concealed, own, err := p.conceal(taskID, entry, raw)
+		concealed, own, err := p.conceal(taskID, entry, raw, nil)
 		if err != nil {
 			return nil, nil, within(at, err)
 		}

@@ -79,6 +79,7 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 		d = (fallbacks{p}).asRecorded(ctx, t, proposalOf(req, principal, params, existing.ToolVersion), existing, d) // fallback.go
 	}
 	if existing != nil {
+		d = preparedHeld(ctx, p, t, proposalOf(req, principal, params, existing.ToolVersion), existing, d) // secrets.go
 		if err := sameProposal(existing, d.action, req); err != nil {
 			return nil, false, err
 		}

@@ -211,6 +211,7 @@ func (r *recovery) retry(ctx context.Context, rec *stewardv1.EventRecord, t *ste
 		taskID: taskID, proposalID: recoveryPrefix + a.ActionId,
 		tool: a.Tool, toolVersion: a.ToolVersion, target: a.Target,
 		params: params, retry: a.RetryPolicy, principal: a.ProposedBy, milestone: a.MilestoneId, decision: a.DecisionId,
+		held: a.SealedSecrets,
 	})
 	if err == nil && d.action.RequestHash != a.RequestHash {
 		err = errs.New(errs.FailedPrecondition, "the request of action %s does not come out the same again (hash %s, was %s)", a.ActionId, d.action.RequestHash, a.RequestHash)

@@ -2,6 +2,7 @@ package control
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"sort"
 	"strings"
@@ -16,8 +17,11 @@ import (
 // conceal replaces the values of params that entry's schema marks secret
 // by their commitments, and seals the values for the execution plane
 // (docs/secrets.md). It returns params unchanged, and no sealed values,
-// for a tool that marks nothing secret.
-func (p *Plane) conceal(taskID string, entry *toolreg.Entry, params []byte) ([]byte, []*stewardv1.SealedSecret, error) {
+// for a tool that marks nothing secret. A value whose commitment under a
+// key of the ring is among held keeps that commitment and its sealed value:
+// a retry then makes the same request as the action it redoes, even when
+// the secret key was rotated in between.
+func (p *Plane) conceal(taskID string, entry *toolreg.Entry, params []byte, held []*stewardv1.SealedSecret) ([]byte, []*stewardv1.SealedSecret, error) {
 	if !entry.Schema.HasSecrets() {
 		return params, nil, nil
 	}
@@ -27,6 +31,10 @@ func (p *Plane) conceal(taskID string, entry *toolreg.Entry, params []byte) ([]b
 	}
 	byCommitment := map[string]*stewardv1.SealedSecret{}
 	concealed, err := entry.Schema.Conceal(params, func(value []byte) string {
+		if s := heldFor(p.secrets, taskID, value, held); s != nil {
+			byCommitment[s.Commitment] = s
+			return s.Commitment
+		}
 		c := p.secrets.Commit(taskID, value)
 		if byCommitment[c] == nil {
 			byCommitment[c] = &stewardv1.SealedSecret{Commitment: c, Sealed: p.secrets.Seal(taskID, c, value)}
@@ -42,6 +50,40 @@ func (p *Plane) conceal(taskID string, entry *toolreg.Entry, params []byte) ([]b
 	}
 	sort.Slice(sealed, func(i, j int) bool { return sealed[i].Commitment < sealed[j].Commitment })
 	return concealed, sealed, nil
+}
+
+// preparedHeld returns d, the draft of a repeated proposal, prepared again
+// keeping the commitments existing (the action its first try recorded)
+// holds, when those are under an earlier key of the ring: a repeat after a
+// secret key rotation then makes the request the first try made, and gets
+// its action. Any other difference stays for sameProposal to refuse.
+func preparedHeld(ctx context.Context, p *Plane, t *stewardv1.Task, pr proposal, existing *stewardv1.Action, d *draft) *draft {
+	same := d.action.Tool == existing.Tool && d.action.ToolVersion == existing.ToolVersion
+	if !same || existing.RequestHash == d.action.RequestHash || len(existing.SealedSecrets) == 0 {
+		return d
+	}
+	pr.held = existing.SealedSecrets
+	again, err := p.prepare(ctx, t, pr)
+	if err != nil {
+		return d
+	}
+	return again
+}
+
+// heldFor returns the sealed value among held that commits to value under
+// a key of the ring, or nil.
+func heldFor(ring *secret.Sealer, taskID string, value []byte, held []*stewardv1.SealedSecret) *stewardv1.SealedSecret {
+	if len(held) == 0 {
+		return nil
+	}
+	for _, c := range ring.Commitments(taskID, value) {
+		for _, s := range held {
+			if s.Commitment == c {
+				return s
+			}
+		}
+	}
+	return nil
 }
 
 // carrySealed returns own with each of carried whose commitment own lacks,

@@ -30,11 +30,7 @@ func TestAPermitWhoseSignatureDoesNotHoldIsNotExecuted(t *testing.T) {
 	b.plane.Stop()
 	governance, forger := newKey(t), newKey(t)
 	b.cfg.PermitKeys = []ed25519.PublicKey{governance.PublicKey()}
-	var (
-		mu   sync.Mutex
-		seen []string
-	)
-	b.logger = slog.New(levels{Handler: stewardtest.Logger(t).Handler(), mu: &mu, seen: &seen})
+	refused := b.recordRefusals(t)
 	b.start()
 
 	// open records a running task with one allowed action, and returns it
@@ -81,11 +77,7 @@ func TestAPermitWhoseSignatureDoesNotHoldIsNotExecuted(t *testing.T) {
 			}
 		}
 		b.Append(tc.taskID, tc.ev)
-		stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
-			mu.Lock()
-			defer mu.Unlock()
-			return slices.ContainsFunc(seen, func(s string) bool { return strings.Contains(s, "permit refused") && strings.Contains(s, tc.want) }), strings.Join(seen, "\n")
-		})
+		refused(tc.want)
 		b.Settle(execution.PlaneName)
 		got := b.WaitAction(tc.taskID, a.ActionId, func(*stewardv1.Action) bool { return true })
 		if got.Status != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED || got.ClaimedBy != "" {
@@ -97,6 +89,25 @@ func TestAPermitWhoseSignatureDoesNotHoldIsNotExecuted(t *testing.T) {
 	}
 	if n := ts.Calls(); n != 1 {
 		t.Errorf("the tool was called %d times; want once, for the signed permit", n)
+	}
+}
+
+// recordRefusals has the plane, from its next start, log through a
+// recorder as well, and returns a wait for a "permit refused" line saying
+// want.
+func (b *harness) recordRefusals(t *testing.T) func(want string) {
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	b.logger = slog.New(levels{Handler: stewardtest.Logger(t).Handler(), mu: &mu, seen: &seen})
+	return func(want string) {
+		t.Helper()
+		stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.ContainsFunc(seen, func(s string) bool { return strings.Contains(s, "permit refused") && strings.Contains(s, want) }), strings.Join(seen, "\n")
+		})
 	}
 }
 

@@ -104,11 +104,11 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 		}
 		// A permit whose signature does not hold is never claimed, and is
 		// checked before revalidation, so that none is decided again on
-		// its word — except as unsignedDecidedAgain says (upcast.go).
+		// its word — except once it would not be used anyway (refusedUntil).
 		if err := p.permitRefusal(a); err != nil {
-			if reason, _ := p.revalidation(a); !unsignedDecidedAgain(a, reason) {
+			if reason, _ := p.revalidation(a); reason == stewardv1.RevalidationReason_REVALIDATION_REASON_UNSPECIFIED {
 				p.logger.Error("permit refused, not claimed: "+err.Error(), "task", taskID, "action", a.ActionId, "permit", a.Permit.GetPermitId())
-				return nil
+				return refusedUntil(a, p.now())
 			}
 			p.logger.Warn("permit refused, not claimed; governance decides again: "+err.Error(), "task", taskID, "action", a.ActionId, "permit", a.Permit.GetPermitId())
 		}

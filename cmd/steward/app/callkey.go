@@ -45,8 +45,12 @@ func (m *Server) loadCallSigner() (*calltoken.Signer, error) {
 	if created && m.Mode == "serve" {
 		m.logger.Warn("created a new call signing key; every execution replica must share this one key", "file", path, "key_id", s.KeyID())
 	}
+	published, err := m.Rotation.callKeySet(s.PublicKey())
+	if err != nil {
+		return nil, err
+	}
 	if m.Mode == "dev" {
-		jwks, err := calltoken.MarshalJWKS(s.PublicKey())
+		jwks, err := calltoken.MarshalJWKS(published...)
 		if err != nil {
 			return nil, err
 		}
@@ -55,7 +59,7 @@ func (m *Server) loadCallSigner() (*calltoken.Signer, error) {
 		}
 	}
 	m.logger.Info("signing tool calls", "key_id", s.KeyID(), "file", path, "jwks", calltoken.WellKnownPath)
-	m.callSigner = s
+	m.callSigner, m.callKeys = s, published
 	return s, nil
 }
 
@@ -82,7 +86,7 @@ func (m *Server) routes(js jetstream.JetStream, log *eventlog.Log) ([]rpc.Option
 	if m.callSigner == nil {
 		return routes, nil
 	}
-	jwks, err := calltoken.MarshalJWKS(m.callSigner.PublicKey())
+	jwks, err := calltoken.MarshalJWKS(m.callKeys...)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 // bearer tokens and JWTs that say who calls, the task parties and tenants
 // that say what they may do, the denied-call counter and the answer budget.
 func (m *Server) handlerOptions(ctx context.Context, tasks *taskstore.Store) ([]connect.HandlerOption, error) {
-	tokens, err := m.tokens()
+	file, err := m.tokens()
 	if err != nil {
 		return nil, err
 	}
@@ -35,6 +35,15 @@ func (m *Server) handlerOptions(ctx context.Context, tasks *taskstore.Store) ([]
 	})}
 	if jwt != nil {
 		edge = append(edge, rpc.WithJWT(jwt))
+	}
+	var tokens rpc.Tokens
+	if file != nil {
+		tokens = file.Tokens()
+		edge = append(edge, rpc.WithTokenFile(file))
+		watch, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); file.Watch(watch, rpc.DefaultTokenReload, m.logger) }()
+		m.stops = append(m.stops, func() { stop(); <-done })
 	}
 	// The planes that serve procedures whose rule names a task's parties
 	// look them up (the control plane).

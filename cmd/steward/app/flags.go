@@ -53,7 +53,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	if mode == "dev" {
 		authDefault = " (default: DATA/" + TokensFileName + ", created with four random tokens on first start)"
 	}
-	fs.StringVar(&m.AuthFile, "auth", "", "`FILE` of bearer tokens and the principals and roles they stand for; every call needs one (see docs/auth.md)"+authDefault)
+	fs.StringVar(&m.AuthFile, "auth", "", "`FILE` of bearer tokens and the principals and roles they stand for, read again when it changes; every call needs one (see docs/auth.md)"+authDefault)
 	m.JWT.register(fs)
 	m.Stall.register(fs)
 	m.Snapshots.register(fs)
@@ -64,6 +64,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	fs.StringVar(&m.SecretKey, "secret-key", "", "`FILE` of the 32-byte key (64 hex digits, as 'openssl rand -hex 32' writes it) that commits to and seals the tool parameters a schema marks secret (docs/secrets.md); the control and execution planes must share it. Dev creates it if missing (default: DATA/secret.key); serve never does ('steward secret-key' makes one), and without the flag refuses a proposal with secret parameters (control and execution planes)")
 	fs.StringVar(&m.CredentialKey, "credential-key", "", "`FILE` of the Ed25519 private key (PEM, PKCS #8, as 'openssl genpkey -algorithm ed25519' writes it) that signs task credentials, created if missing; every governance replica must use the same key (default in dev: DATA/credential.key; required in serve) (governance plane)")
 	fs.StringVar(&m.CallKey, "call-key", "", "`FILE` of the Ed25519 private key (PEM, PKCS #8) that signs every tool call, created if missing; its public key is served as a JWKS at "+calltoken.WellKnownPath+"; every execution replica must use the same key (default in dev: DATA/call.key, its JWKS in DATA/call-keys.json; in serve, without it calls are not signed) (execution plane; docs/calltokens.md)")
+	m.Rotation.register(fs)
 	fs.DurationVar(&m.CredentialTTL, "credential-ttl", credential.DefaultTTL, "how long a task `DURATION`'s credential lasts when the task's deadline does not end it sooner (governance plane)")
 	fs.DurationVar(&m.PermitTTL, "permit-ttl", governance.DefaultPermitTTL, "how long a permit may be used after it is issued; a permit past it is not used, and its action is evaluated again (`DURATION`, 1s–24h; see docs/permits.md) (governance plane)")
 	fs.Func("credential-trust-key", "public key `FILE` (PEM or hex) of an earlier credential key, still trusted for the credentials it signed: keep tasks working across a key rotation; repeat for several (governance plane)", func(path string) error {
@@ -147,7 +148,7 @@ func (m *Server) checkFlags(mode string) error {
 			return fmt.Errorf("--nats-listen: port %q is not a number", port)
 		}
 	}
-	if err := cmp.Or(m.JWT.check(), m.Stall.check(), m.Snapshots.check(), m.Quotas.check()); err != nil {
+	if err := cmp.Or(m.JWT.check(), m.Stall.check(), m.Snapshots.check(), m.Quotas.check(), m.Rotation.check(m)); err != nil {
 		return err
 	}
 	switch {

@@ -97,6 +97,8 @@ type Server struct {
 	PermitKeyFiles []string
 	// execution: Ed25519 key that signs tool calls (loadCallSigner)
 	CallKey string
+	// Rotation: earlier and next keys kept beside the current ones
+	Rotation rotationFlags
 	// serve: this plane's NATS user and TLS to NATS
 	NATS NATSFlags
 	// JWT verifies bearer JWTs, beside (or, in serve, instead of) the
@@ -122,6 +124,7 @@ type Server struct {
 	sealer *secret.Sealer
 	// callSigner signs tool calls, when this process runs execution.
 	callSigner *calltoken.Signer
+	callKeys   []ed25519.PublicKey // what the call JWKS publishes, the signing key first
 
 	// notifier tells the sinks of NotifyFile, when the state plane runs
 	// here with one.
@@ -254,8 +257,9 @@ func (m *Server) listenOptions(js jetstream.JetStream, log *eventlog.Log) ([]rpc
 // tokens returns the bearer tokens calls may carry, or nil in the open
 // mode (--insecure), which it warns of at every start, and in serve with
 // JWTs and no --auth. Without --auth, dev uses DATA/tokens.json, creating
-// it on first start and saying so once.
-func (m *Server) tokens() (rpc.Tokens, error) {
+// it on first start and saying so once. The file is read again when it
+// changes (handlerOptions), so a token rotates without a restart.
+func (m *Server) tokens() (*rpc.TokenFile, error) {
 	if m.Insecure {
 		m.logger.Warn("open mode (--insecure): every caller is trusted to name themselves in the Steward-Principal header and holds no roles; anyone who can reach " + m.Addr + " can act as anyone. Use it on a trusted network only")
 		return nil, nil
@@ -277,7 +281,7 @@ func (m *Server) tokens() (rpc.Tokens, error) {
 		}
 		flagName = "--data"
 	}
-	tokens, err := rpc.LoadTokens(path)
+	tokens, err := rpc.OpenTokenFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flagName, err)
 	}

@@ -203,8 +203,15 @@ func (m *Server) secretSealer() (*secret.Sealer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--secret-key: %w", err)
 	}
-	if m.sealer, err = secret.New(key); err != nil {
+	earlier, err := m.Rotation.earlierSecretKeys()
+	if err != nil {
+		return nil, err
+	}
+	if m.sealer, err = secret.New(key, earlier...); err != nil {
 		return nil, fmt.Errorf("--secret-key: %w", err)
+	}
+	if len(earlier) > 0 {
+		m.logger.Info("secret parameters: sealing under the first key, opening under each", "key_ids", m.sealer.KeyIDs())
 	}
 	if created {
 		m.logger.Info("created a key for secret parameters; the control and execution planes must share it", "file", path)
