@@ -231,6 +231,11 @@ func (l *Log) EachAfter(ctx context.Context, taskID string, after uint64, fn fun
 func (l *Log) eachOn(ctx context.Context, subject string, after uint64, fn func(*stewardv1.EventRecord) error) error {
 	return l.scan(ctx, subject, after+1, func(seq uint64, subject string, data []byte) error {
 		ev, err := l.decode(subject, data)
+		if errors.Is(err, event.ErrUnknownType) {
+			// Not corrupt: a newer build's, which a newer plane reads; a
+			// reaction reading it waits for one (Unavailable redelivers).
+			return errs.Wrap(errs.Unavailable, err, "%s: event %d", subject, seq)
+		}
 		if err != nil {
 			return errs.Wrap(errs.Corrupt, err, "%s: event %d", subject, seq)
 		}
@@ -298,6 +303,9 @@ func (l *Log) lastOn(ctx context.Context, filter string) (uint64, error) {
 // subject is refused.
 func (l *Log) decode(subject string, data []byte) (*stewardv1.Event, error) {
 	ev, err := event.Open(data)
+	if errors.Is(err, event.ErrUnknownType) {
+		return ev, err // its envelope says whose it is (NewerEvent)
+	}
 	if err != nil {
 		return nil, err
 	}
