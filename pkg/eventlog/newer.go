@@ -21,8 +21,8 @@ func (l *Log) keepNewer(ctx context.Context, name string, filters []string) []st
 	if err != nil {
 		return filters // none yet, or unreadable: durable makes or updates it
 	}
-	info := cons.CachedInfo()
-	for _, f := range info.Config.FilterSubjects {
+	cfg := cons.CachedInfo().Config
+	for _, f := range append(cfg.FilterSubjects, cfg.FilterSubject) { // the server may keep one filter in either
 		_, typ, ok := strings.Cut(f, ".*.") // TypeFilter's shape
 		if ok && event.Owner(typ) == "" && !slices.Contains(filters, f) {
 			filters = append(filters, f)
