@@ -40,9 +40,9 @@ var upgradeOrder = []string{"state", "governance", "execution", "control"}
 // left that it was never given (0 lost).
 //
 // CI runs the short version: two replicas of each plane, a task every
-// 125 ms with two reads each, 1 s of load after each upgrade; about 70 s
-// on two cores, plus the earlier build's first compile (50 s of CPU; 6 min
-// of wall time on a machine six builds share). A longer one:
+// 125 ms with two reads each, 1 s of load after each upgrade; 60–110 s on
+// two shared cores, plus the earlier build's first compile (50 s of CPU; 6
+// min of wall time on a machine six builds share). A longer one:
 //
 //	STEWARD_UPGRADE_DWELL=10s STEWARD_CLUSTER_ACTIONS=4 go test -count=1 -run 'TestRollingUpgrade$' -v ./e2e/
 func TestRollingUpgrade(t *testing.T) {
