@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/steward-run/steward/pkg/errs"
@@ -304,7 +305,13 @@ func (l *Log) lastOn(ctx context.Context, filter string) (uint64, error) {
 func (l *Log) decode(subject string, data []byte) (*stewardv1.Event, error) {
 	ev, err := event.Open(data)
 	if errors.Is(err, event.ErrUnknownType) {
-		return ev, err // its envelope says whose it is (NewerEvent)
+		// Its envelope says whose it is (NewerEvent), and where it
+		// belongs as far as this build can tell: misfiled, it is refused
+		// as any other would be, not left for a newer build for ever.
+		if !storedAsNamed(subject, ev) {
+			return nil, fmt.Errorf("event %s of task %s, type %s, was stored under %s", ev.EventId, errs.Quote(ev.TaskId), ev.Type, subject)
+		}
+		return ev, err
 	}
 	if err != nil {
 		return nil, err
@@ -313,6 +320,17 @@ func (l *Log) decode(subject string, data []byte) (*stewardv1.Event, error) {
 		return nil, fmt.Errorf("event %s belongs on %s but was stored under %s", ev.EventId, want, subject)
 	}
 	return ev, nil
+}
+
+// storedAsNamed reports whether subject ends as an event of a type this
+// build does not know must: in its type, after its task's id if it names
+// a task (a newer kind of chain may not).
+func storedAsNamed(subject string, ev *stewardv1.Event) bool {
+	want := "." + ev.Type
+	if ev.TaskId != "" {
+		want = "." + ev.TaskId + want
+	}
+	return strings.HasSuffix(subject, want)
 }
 
 // mustSubjectOf is subjectOf for events already stored, where an invalid
