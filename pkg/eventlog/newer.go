@@ -22,13 +22,23 @@ func (l *Log) keepNewer(ctx context.Context, name string, filters []string) []st
 		return filters // none yet, or unreadable: durable makes or updates it
 	}
 	cfg := cons.CachedInfo().Config
+	var kept []string
 	for _, f := range append(cfg.FilterSubjects, cfg.FilterSubject) { // the server may keep one filter in either
-		_, typ, ok := strings.Cut(f, ".*.") // TypeFilter's shape
-		if ok && event.Owner(typ) == "" && !slices.Contains(filters, f) {
-			filters = append(filters, f)
+		prefix, typ, ok := strings.Cut(f, ".*.") // TypeFilter's shape
+		// One type's, never a wildcard over many: kept, every build would
+		// make the consumer with it again, for good.
+		if ok && prefix != "" && !strings.ContainsAny(prefix+typ, "*>") &&
+			event.Owner(typ) == "" && !slices.Contains(filters, f) {
+			kept = append(kept, f)
 		}
 	}
-	return filters
+	if len(kept) > 0 {
+		// What an operator looks for when a consumer's acknowledgements
+		// stop (steward_consumer_ack_pending): no newer replica left to
+		// take these types' events, after a rollback (docs/compatibility.md).
+		l.cfg.Logger.Warn("consumer keeps the filters of types a newer build added, whose events wait for a newer replica", "consumer", name, "filters", kept)
+	}
+	return append(filters, kept...)
 }
 
 // NewerEvent is what a follower reports (to its bad function) of an event

@@ -110,23 +110,8 @@ func TestAnEventOfANewerBuildIsLeftForIt(t *testing.T) {
 // FilterSubjects) keeps that filter when this build makes it again.
 func TestANewerSoleFilterIsKept(t *testing.T) {
 	l, bus := stewardtest.OpenLog(t)
-	ctx := context.Background()
 	newer := l.TypeFilter(stewardtest.NewerType)
-	if _, err := bus.JS.CreateOrUpdateConsumer(ctx, eventlog.DefaultStream, jetstream.ConsumerConfig{
-		Durable: "sole", FilterSubject: newer, AckPolicy: jetstream.AckExplicitPolicy,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	sub, err := l.React(ctx, "sole", eventlog.OnRecord[*stewardv1.TaskCreated](func(context.Context, *stewardv1.EventRecord) error { return nil }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Stop()
-	cons, err := bus.JS.Consumer(ctx, eventlog.DefaultStream, "sole")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg := cons.CachedInfo().Config; !slices.Contains(cfg.FilterSubjects, newer) {
+	if cfg := remade(t, l, bus.JS, jetstream.ConsumerConfig{Durable: "sole", FilterSubject: newer}); !slices.Contains(cfg.FilterSubjects, newer) {
 		t.Fatalf("filters %v (%q): the newer type's was dropped", cfg.FilterSubjects, cfg.FilterSubject)
 	}
 }
