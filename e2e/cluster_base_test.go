@@ -89,6 +89,13 @@ func (b *clusterBase) withTokens(t *testing.T, data string) string {
 // governanceURL) the first time an execution plane starts.
 func (b *clusterBase) startPlane(t *testing.T, plane string, node int, governanceURL string, env []string, args ...string) *proc {
 	t.Helper()
+	return b.startPlaneOf(t, binary, plane, node, governanceURL, env, args...)
+}
+
+// startPlaneOf is startPlane of the binary at bin: a rolling upgrade's
+// earlier build.
+func (b *clusterBase) startPlaneOf(t *testing.T, bin, plane string, node int, governanceURL string, env []string, args ...string) *proc {
+	t.Helper()
 	flags := []string{"serve", "--plane", plane, "--nats", b.cluster.ClientURL(node), "--replicas", "3",
 		"--addr", "127.0.0.1:0", "--log-level", "warn",
 		"--nats-nkey", filepath.Join(b.users, plane, "nats.nk")}
@@ -99,7 +106,7 @@ func (b *clusterBase) startPlane(t *testing.T, plane string, node int, governanc
 	case "execution":
 		flags = append(flags, "--permit-key", b.permitKey(t, governanceURL))
 	}
-	return startCommand(t, env, append(flags, args...)...)
+	return startCommandOf(t, bin, env, append(flags, args...)...)
 }
 
 // permitKey returns the file of governance's public key, fetching it the

@@ -47,6 +47,10 @@ type clusterDeployment struct {
 	tools, governance string
 	mu                sync.Mutex // guards procs' entries, which a fault test replaces
 	calls             int        // calls handed a control plane (nextControl)
+	// first is the binary a process starts as, bins the one it was
+	// upgraded to (TestRollingUpgrade).
+	first string
+	bins  map[string]string
 }
 
 // planeProc is one process of a plane, as a fault test may kill it and
@@ -79,8 +83,16 @@ func replicaNode(node, i int) int { return (node + i) % 3 }
 // queries.
 func startClusterDeployment(t *testing.T) *clusterDeployment {
 	t.Helper()
+	return startClusterDeploymentOf(t, binary)
+}
+
+// startClusterDeploymentOf is startClusterDeployment with every process
+// the binary at bin until it is upgraded.
+func startClusterDeploymentOf(t *testing.T, bin string) *clusterDeployment {
+	t.Helper()
 	b := startClusterBase(t)
-	d := &clusterDeployment{cluster: b.cluster, tool: stewardtest.StartTool(t), procs: map[string]*planeProc{}, replicas: clusterReplicas(t)}
+	d := &clusterDeployment{cluster: b.cluster, tool: stewardtest.StartTool(t), procs: map[string]*planeProc{}, replicas: clusterReplicas(t),
+		first: bin, bins: map[string]string{}}
 	// The search tool offers the status query: a read whose outcome went
 	// unrecorded while the stream had no leader is settled by asking the
 	// tool, not left to a person.
@@ -116,7 +128,13 @@ func (d *clusterDeployment) start(t *testing.T, name, plane string, node int) {
 	if plane == "execution" {
 		args = []string{"--tools", d.tools, "--sandbox", filepath.Join(d.base.dir, "sandbox")}
 	}
-	pr := d.base.startPlane(t, plane, node, d.governance, nil, args...)
+	d.mu.Lock()
+	bin, ok := d.bins[name]
+	d.mu.Unlock()
+	if !ok {
+		bin = d.first
+	}
+	pr := d.base.startPlaneOf(t, bin, plane, node, d.governance, nil, args...)
 	d.mu.Lock()
 	d.procs[name] = &planeProc{plane: plane, node: node, proc: pr, api: newClients(pr.url)}
 	d.mu.Unlock()

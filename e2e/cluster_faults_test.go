@@ -82,7 +82,13 @@ func startFaultRun(t *testing.T, l clusterLoad, run string) *faultRun {
 	if n := clusterReplicas(t); n < 2 {
 		t.Fatalf("STEWARD_CLUSTER_REPLICAS=%d: a fault run kills replicas and needs two of every plane at least", n)
 	}
-	f := &faultRun{t: t, d: startClusterDeployment(t), r: newLoadRun()}
+	return startFaultRunOn(t, startClusterDeployment(t), l, run)
+}
+
+// startFaultRunOn is startFaultRun on the deployment d.
+func startFaultRunOn(t *testing.T, d *clusterDeployment, l clusterLoad, run string) *faultRun {
+	t.Helper()
+	f := &faultRun{t: t, d: d, r: newLoadRun()}
 	until, loaded := make(chan struct{}), make(chan struct{})
 	l.until = until
 	go func() {

@@ -49,6 +49,12 @@ var hashTag = [3]byte(protowire.AppendVarint(protowire.AppendTag(nil, hashField,
 // ErrBadHash means an event's stored bytes do not match its hash.
 var ErrBadHash = errors.New("hash does not match the event's content")
 
+// ErrUnknownType means an event's payload is of a type this build does not
+// know: a newer build wrote it. Its hash holds and it is no one's mistake,
+// so a reader leaves it for a build that knows it rather than setting it
+// aside (docs/compatibility.md, "Events of a newer build").
+var ErrUnknownType = errors.New("event type unknown to this build")
+
 // Open decodes stored bytes and checks that they hash to the hash they
 // carry. It does not check the link to the previous event; Chain does.
 func Open(data []byte) (*stewardv1.Event, error) {
@@ -68,6 +74,9 @@ func Open(data []byte) (*stewardv1.Event, error) {
 	}
 	// The type travels unhashed in a message header for routing; the one
 	// in the envelope is hashed and must name the payload it sits beside.
+	if ev.Type != "" && TypeOf(ev) == "" && Owner(ev.Type) == "" && len(ev.ProtoReflect().GetUnknown()) > 0 {
+		return ev, fmt.Errorf("%w: %s", ErrUnknownType, ev.Type)
+	}
 	if ev.Type == "" || ev.Type != TypeOf(ev) {
 		return ev, fmt.Errorf("type %q does not match the payload", ev.Type)
 	}

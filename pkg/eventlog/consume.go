@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
@@ -116,6 +117,7 @@ func (l *Log) react(ctx context.Context, name string, how reacting, reactions []
 	if len(filters) == 0 {
 		return nil, errs.New(errs.Invalid, "reactions %s react to nothing", name)
 	}
+	filters = l.keepNewer(ctx, name, filters)
 	slices.Sort(filters)
 	cons, err := l.durable(ctx, l.cfg.Stream, jetstream.ConsumerConfig{
 		Durable: name, Description: "Steward reactions: " + name, FilterSubjects: filters, DeliverPolicy: how.from,
@@ -148,6 +150,13 @@ func (l *Log) react(ctx context.Context, name string, how reacting, reactions []
 		// unhashed header, so that no one can steer or hide an event by
 		// relabelling it.
 		ev, err := l.decode(msg.Subject(), msg.Data())
+		if errors.Is(err, event.ErrUnknownType) {
+			// A newer build's type, which this consumer's filter holds
+			// for a newer replica (keepNewer): left for it, not handled.
+			log.Warn("event of a type this build does not know; left to a newer build", "seq", meta.Sequence.Stream, "err", err)
+			_ = msg.NakWithDelay(backoff(meta.NumDelivered))
+			return
+		}
 		if err != nil {
 			setAside(err)
 			return

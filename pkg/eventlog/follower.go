@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
+	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -126,6 +127,16 @@ func (f *follower) deliveredAll(ctx context.Context) error {
 // be decoded is set aside and reported to bad, if set.
 func (l *Log) hand(ctx context.Context, subject string, seq uint64, data []byte, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
 	ev, err := l.decode(subject, data)
+	if errors.Is(err, event.ErrUnknownType) {
+		// A newer build's: nothing to set aside. The reader goes past it,
+		// and a newer reader, which folds anew (a snapshot of another
+		// build is refused), reads it.
+		l.cfg.Logger.Warn("event of a type this build does not know; left to a newer build", "seq", seq, "task", ev.TaskId, "err", err)
+		if bad != nil {
+			bad(seq, &NewerEvent{TaskID: ev.TaskId, Sequence: seq, Type: ev.Type})
+		}
+		return nil
+	}
 	if err != nil {
 		if derr := l.setAside(ctx, ReaderConsumer, subject, seq, data, err); derr != nil {
 			l.cfg.Logger.Error("set aside bad event", "seq", seq, "err", derr)

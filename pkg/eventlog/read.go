@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/steward-run/steward/pkg/errs"
@@ -241,6 +242,11 @@ func (l *Log) EachAfter(ctx context.Context, taskID string, after uint64, fn fun
 func (l *Log) eachOn(ctx context.Context, subject string, after uint64, fn func(*stewardv1.EventRecord) error) error {
 	return l.scan(ctx, subject, after+1, func(seq uint64, subject string, data []byte) error {
 		ev, err := l.decode(subject, data)
+		if errors.Is(err, event.ErrUnknownType) {
+			// Not corrupt: a newer build's, which a newer plane reads; a
+			// reaction reading it waits for one (Unavailable redelivers).
+			return errs.Wrap(errs.Unavailable, err, "%s: event %d", subject, seq)
+		}
 		if err != nil {
 			return errs.Wrap(errs.Corrupt, err, "%s: event %d", subject, seq)
 		}
@@ -308,6 +314,15 @@ func (l *Log) lastOn(ctx context.Context, filter string) (uint64, error) {
 // subject is refused.
 func (l *Log) decode(subject string, data []byte) (*stewardv1.Event, error) {
 	ev, err := event.Open(data)
+	if errors.Is(err, event.ErrUnknownType) {
+		// Its envelope says whose it is (NewerEvent), and where it
+		// belongs as far as this build can tell: misfiled, it is refused
+		// as any other would be, not left for a newer build for ever.
+		if !storedAsNamed(subject, ev) {
+			return nil, fmt.Errorf("event %s of task %s, type %s, was stored under %s", ev.EventId, errs.Quote(ev.TaskId), ev.Type, subject)
+		}
+		return ev, err
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -315,6 +330,17 @@ func (l *Log) decode(subject string, data []byte) (*stewardv1.Event, error) {
 		return nil, fmt.Errorf("event %s belongs on %s but was stored under %s", ev.EventId, want, subject)
 	}
 	return ev, nil
+}
+
+// storedAsNamed reports whether subject ends as an event of a type this
+// build does not know must: in its type, after its task's id if it names
+// a task (a newer kind of chain may not).
+func storedAsNamed(subject string, ev *stewardv1.Event) bool {
+	want := "." + ev.Type
+	if ev.TaskId != "" {
+		want = "." + ev.TaskId + want
+	}
+	return strings.HasSuffix(subject, want)
 }
 
 // mustSubjectOf is subjectOf for events already stored, where an invalid

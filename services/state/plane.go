@@ -119,6 +119,10 @@ type Config struct {
 	Views            *ViewStore
 	SnapshotEvery    uint64
 	SnapshotInterval time.Duration
+	// Build names this binary in the snapshots it writes; a snapshot of
+	// another build is refused. Empty: the toolchain's build info, which
+	// a release build (-buildvcs=false) lacks, so steward serve sets it.
+	Build string
 }
 
 // withDefaults returns c with its unset fields set to their defaults.
@@ -140,6 +144,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SnapshotInterval <= 0 {
 		c.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if c.Build == "" {
+		c.Build = build()
 	}
 	return c
 }

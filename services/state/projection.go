@@ -2,8 +2,10 @@ package state
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
@@ -131,11 +133,23 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 	return nil
 }
 
+// newerMark starts the reason a task's view is withheld when it holds an
+// event of a newer build: not corrupt, only not this build's to fold.
+const newerMark = "newer: "
+
 // Skip notes an event that could not be decoded (the log has set it aside).
-func (p *Projection) Skip(seq uint64, _ error) {
+func (p *Projection) Skip(seq uint64, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rejected++
+	// A newer build's event: the task's view stops before it, withheld
+	// like a broken one's, for a newer state plane to serve.
+	var newer *eventlog.NewerEvent
+	if errors.As(err, &newer) {
+		if _, seen := p.broken[newer.TaskID]; !seen {
+			p.broken[newer.TaskID] = newerMark + newer.Error()
+		}
+	}
 	// Under the lock, as in Apply: a snapshot's header reads the count
 	// and the progress together, and must not count an event past the
 	// sequence it covers (the start after it would count it again).
@@ -174,6 +188,9 @@ func (p *Projection) Get(taskID string) (*stewardv1.Task, error) {
 // p.mu.
 func (p *Projection) lookup(taskID string) (*view, error) {
 	if why, ok := p.broken[taskID]; ok {
+		if newer, ok := strings.CutPrefix(why, newerMark); ok {
+			return nil, errs.New(errs.Unavailable, "%s; a newer state plane serves it", newer)
+		}
 		return nil, errs.New(errs.Corrupt, "task %s: %s; run VerifyTask", taskID, why)
 	}
 	v, ok := p.tasks[taskID]

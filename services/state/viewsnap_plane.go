@@ -47,7 +47,8 @@ type snapshotStats struct {
 	refused atomic.Int64
 }
 
-// build names this binary in the snapshots it writes.
+// build names this binary in the snapshots it writes when Config.Build
+// does not.
 func build() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -114,12 +115,12 @@ func (p *Plane) readSnapshot(ctx context.Context, m *stewardv1.ViewsSnapshotMani
 	case err != nil:
 	case h.CoveredSequence != m.CoveredSequence:
 		err = fmt.Errorf("named for %d, it covers %d", m.CoveredSequence, h.CoveredSequence)
-	case h.Build != build():
+	case h.Build != p.cfg.Build:
 		// Another build may fold the same events into other views (a new
 		// field, a changed rule) without anyone bumping ViewsFormat: its
 		// snapshot is not this build's fold. The first start of a new
 		// build folds the log from the start, once.
-		err = fmt.Errorf("written by build %q, this is %q", h.Build, build())
+		err = fmt.Errorf("written by build %q, this is %q", h.Build, p.cfg.Build)
 	}
 	return h, entries, err
 }
@@ -187,7 +188,7 @@ func (p *Plane) SaveSnapshot(ctx context.Context) (uint64, error) {
 		return 0, nil
 	}
 	start := time.Now()
-	h := p.views.SnapshotHeader(build(), p.cfg.Now())
+	h := p.views.SnapshotHeader(p.cfg.Build, p.cfg.Now())
 	newest, err := p.cfg.Views.Newest(ctx)
 	if err != nil {
 		return 0, err

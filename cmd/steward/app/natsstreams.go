@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/natsperm"
 	"github.com/steward-run/steward/pkg/stores"
 )
@@ -20,7 +21,10 @@ const natsStreamsUsage = `Usage:
   steward nats-streams --nats URL --replicas N [--wait DURATION]
                        [--nats-nkey FILE | --nats-creds FILE] [--nats-ca FILE] [--nats-cert FILE --nats-key FILE]
 
-Raises every stream and bucket Steward keeps to N replicas in place, on a
+Adds to the event stream the subjects this version writes that an earlier
+version's lacks (before a rolling upgrade's first plane of this version
+starts: a plane may not update a stream), then raises every stream and
+bucket Steward keeps to N replicas in place, on a
 JetStream cluster of at least N nodes: JetStream copies each stream's
 messages to its new peers while the planes keep running. It waits until
 the new replicas are current (up to --wait). A stream with more than N
@@ -76,6 +80,13 @@ func runNATSStreams(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
+	added, err := addSubjects(ctx, js, replicas)
+	if err != nil {
+		return err
+	}
+	if len(added) > 0 {
+		fmt.Fprintf(stdout, "%-26s subjects %v added, which this version writes\n", eventlog.DefaultStream, added)
+	}
 	raised, err := stores.Raise(ctx, js, natsperm.Streams(), replicas)
 	for _, r := range raised {
 		fmt.Fprintln(stdout, raisedLine(r, replicas))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -48,5 +49,21 @@ func (f *SnapshotFlags) config(ctx context.Context, m *Server, js jetstream.JetS
 		return cfg, err
 	}
 	cfg.Views, cfg.SnapshotEvery, cfg.SnapshotInterval = views, f.Every, f.Interval
+	info, ok := debug.ReadBuildInfo()
+	cfg.Build = snapshotBuild(stamp, info, ok)
 	return cfg, nil
+}
+
+// snapshotBuild names this binary in the state plane's snapshots, which
+// a plane of another name refuses: by its stamp, as steward version does.
+// A release build records no version or commit of the toolchain's
+// (-buildvcs=false), and the state plane, reading only those, would name
+// every release alike and load another release's views as its own.
+func snapshotBuild(stamp string, info *debug.BuildInfo, ok bool) string {
+	b := readBuildInfo(stamp, info, ok)
+	name := b.Version + " " + b.Commit
+	if b.Dirty {
+		name += " dirty"
+	}
+	return name
 }
