@@ -119,6 +119,9 @@ type Config struct {
 	Views            *ViewStore
 	SnapshotEvery    uint64
 	SnapshotInterval time.Duration
+	// Archive, when set, serves the tasks archived and gone from the log
+	// (ArchivedTasks; docs/archives.md).
+	Archive ArchivedTasks
 }
 
 // withDefaults returns c with its unset fields set to their defaults.
