@@ -18,7 +18,8 @@ import (
 
 // TestArchiveEndToEnd runs the real binary with an archive: a task that
 // called a tool (its request and result stored by reference) and its
-// sub-task end; a live task does not. `steward archive run` keeps all of
+// sub-task end; a live task does not, and its ended sub-task is kept with
+// it, since the tree goes whole or not at all. `steward archive run` keeps all of
 // them while they are younger than the retention, then archives the
 // ended tree (not the live task) and purges it from the log; GetTask,
 // GetReceipt and `steward audit verify --task` still answer from the
@@ -38,6 +39,17 @@ func TestArchiveEndToEnd(t *testing.T) {
 
 	parentID, childID := endedTree(t, agent)
 	live := createTask(t, agent.clients, "archive-live").Contract.TaskId
+	waitStatus(t, agent.clients, live, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	sub := contract()
+	sub.Budget = &stewardv1.Budget{MaxTokens: 10_000}
+	ended, err := agent.tasks.DelegateTask(ctx, connect.NewRequest(&stewardv1.DelegateTaskRequest{
+		ParentTaskId: live, Contract: sub, DelegateRef: "agent:summariser", RequestId: "archive-live-child"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	liveChild := ended.Msg.Task.Contract.TaskId // ended, under a live parent
+	waitStatus(t, agent.clients, liveChild, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	cancelTask(t, agent, liveChild)
 	globex := withToken(p.url, globexAgentToken)
 	globexID := createTask(t, globex.clients, "archive-globex").Contract.TaskId
 	cancelTask(t, globex, globexID)
@@ -52,10 +64,10 @@ func TestArchiveEndToEnd(t *testing.T) {
 		t.Fatalf("a run before the retention passed:\n%s", out)
 	}
 	out := archiveRun(adminToken, "1ms,globex=1000h")
-	if !strings.Contains(out, "archived 1 trees (2 tasks") {
+	if !strings.Contains(out, "archived 1 trees (2 tasks") || !strings.Contains(out, "kept "+liveChild+": task "+live+" of the tree is TASK_STATUS_RUNNING") {
 		t.Fatalf("archive run:\n%s", out)
 	}
-	for id, want := range map[string]bool{parentID: false, childID: false, live: true, globexID: true} {
+	for id, want := range map[string]bool{parentID: false, childID: false, live: true, liveChild: true, globexID: true} {
 		if held := onLog(t, js, id) > 0; held != want {
 			t.Errorf("after the run the log holds task %s: %v, want %v", id, held, want)
 		}
