@@ -46,7 +46,7 @@ func TestOnlyTheArchiverPurges(t *testing.T) {
 		// Refused by permissions: the server answers nothing, and the
 		// request waits out its context.
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		if _, err := archive.NewPurger(s.connect(t, plane).js).PurgeTask(pctx, "gone"); err == nil {
+		if _, err := archive.NewPurger(s.connect(t, plane).js).PurgeTree(pctx, []archive.Held{{TaskID: "gone", Events: 1, Last: 1 << 62}}); err == nil {
 			t.Errorf("the %s plane purged a task", plane)
 		}
 		cancel()
@@ -54,7 +54,7 @@ func TestOnlyTheArchiverPurges(t *testing.T) {
 	if held("gone") != 1 {
 		t.Fatal("a plane's purge took the task's events")
 	}
-	if n, err := p.PurgeTask(ctx, "gone"); err != nil || n != 1 {
+	if n, err := p.PurgeTree(ctx, []archive.Held{{TaskID: "gone", Events: 1, Last: 1 << 62}}); err != nil || n != 1 {
 		t.Fatalf("the archiver's purge: %d, %v", n, err)
 	}
 	if held("gone") != 0 || held("kept") != 1 {

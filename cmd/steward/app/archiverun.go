@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -136,10 +137,14 @@ func (r *archiveRun) archiveTree(ctx context.Context, id string, tasks map[strin
 	if err := r.archive.Put(ctx, id, tasks[id].Tenant, b); err != nil {
 		return err
 	}
-	for _, tid := range slices.Sorted(maps.Keys(tasks)) {
-		if _, err := r.purger.PurgeTask(ctx, tid); err != nil {
-			return err
-		}
+	if _, err := r.purger.PurgeTree(ctx, archive.HeldIn(b)); errors.Is(err, archive.ErrChanged) {
+		// A task of the tree got an event after its bundle was read: the
+		// log keeps it, and the next run archives the tree again.
+		r.kept++
+		fmt.Fprintf(r.stdout, "kept %s: %v\n", id, err)
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("archived %s, kept on the log: %w", id, err)
 	}
 	fmt.Fprintf(r.stdout, "archived %s: %d tasks, %d events\n", id, len(tasks), events)
 	return nil
