@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,14 +17,17 @@ import (
 // Dir is a Store in a directory: one file per key, written to a
 // temporary file, synced and renamed (keyfile.Replace), so a reader never
 // sees half of one.
-type Dir struct{ root string }
+type Dir struct {
+	root string
+	max  int64 // bytes of one object read, at most (MaxObjectBytes)
+}
 
 // NewDir returns a Store in dir, creating it (0700) if missing.
 func NewDir(dir string) (*Dir, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("archive directory: %w", err)
 	}
-	return &Dir{root: dir}, nil
+	return &Dir{root: dir, max: MaxObjectBytes}, nil
 }
 
 // checkKey refuses a key that could name a file outside the store.
@@ -59,11 +63,32 @@ func (d *Dir) Get(_ context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(p)
+	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNotFound
 	}
-	return data, err
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readBounded(f, key, d.max)
+}
+
+// MaxObjectBytes bounds one object a store reads: a bundle past it (a
+// hostile or damaged store's) is refused before it is held in memory.
+// It is the bound of the bundles `steward archive run` writes by default.
+const MaxObjectBytes = 1 << 30
+
+// readBounded reads r whole, or fails once it holds more than max bytes.
+func readBounded(r io.Reader, key string, max int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("archive: %s holds more than %d bytes, the most one read takes", key, max)
+	}
+	return data, nil
 }
 
 // List returns the keys under prefix, sorted.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -31,6 +30,7 @@ type S3 struct {
 	client *minio.Client
 	bucket string
 	prefix string
+	max    int64 // bytes of one object read, at most (MaxObjectBytes)
 }
 
 // NewS3 returns a Store in cfg's bucket, which must exist.
@@ -50,7 +50,7 @@ func NewS3(cfg S3Config) (*S3, error) {
 	if cfg.Prefix != "" && !strings.HasSuffix(cfg.Prefix, "/") {
 		cfg.Prefix += "/"
 	}
-	return &S3{client: client, bucket: cfg.Bucket, prefix: cfg.Prefix}, nil
+	return &S3{client: client, bucket: cfg.Bucket, prefix: cfg.Prefix, max: MaxObjectBytes}, nil
 }
 
 // Put writes data under key.
@@ -73,7 +73,7 @@ func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, s3Err(err)
 	}
 	defer obj.Close()
-	data, err := io.ReadAll(obj)
+	data, err := readBounded(obj, key, s.max)
 	if err != nil {
 		return nil, s3Err(err)
 	}

@@ -87,3 +87,33 @@ func TestOpenRefusesAnUnknownOption(t *testing.T) {
 		t.Errorf("Open with a misspelt option: %v", err)
 	}
 }
+
+// TestStoresBoundWhatTheyRead: an object past a store's bound (a hostile
+// or damaged store's) is refused, not read whole into memory; one at the
+// bound is read.
+func TestStoresBoundWhatTheyRead(t *testing.T) {
+	ctx := context.Background()
+	dir, err := archive.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3 := startS3(t, "bounded").(*archive.S3)
+	for name, store := range map[string]interface {
+		archive.Store
+		SetMax(int64)
+	}{"dir": dir, "s3": s3} {
+		store.SetMax(8)
+		if err := store.Put(ctx, "bundles/big", []byte("123456789")); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Put(ctx, "bundles/fits", []byte("12345678")); err != nil {
+			t.Fatal(err)
+		}
+		if data, err := store.Get(ctx, "bundles/big"); err == nil || !strings.Contains(err.Error(), "more than 8 bytes") {
+			t.Errorf("%s: Get of 9 bytes past a bound of 8: %d bytes, %v", name, len(data), err)
+		}
+		if data, err := store.Get(ctx, "bundles/fits"); err != nil || len(data) != 8 {
+			t.Errorf("%s: Get of 8 bytes at a bound of 8: %d bytes, %v", name, len(data), err)
+		}
+	}
+}
