@@ -9,7 +9,8 @@
 //
 //	bundles/<root task id>        the tree's bundle, auditbundle.Marshal's bytes
 //	tasks/<task id>               the root id of the tree the task is in
-//	tenants/<tenant>/<root id>    the root id again, to list a tenant's trees
+//	tenants/_<tenant>/<root id>   the root id again, to list a tenant's trees
+//	                              (tenants/-/ for the default tenant)
 //
 // A bundle is written, read back and compared before its index entries,
 // and the index before anything is purged, so a crash at any point leaves
@@ -57,13 +58,14 @@ func New(store Store) *Archive { return &Archive{store: store} }
 func bundleKey(root string) string { return "bundles/" + root }
 func taskKey(id string) string     { return "tasks/" + id }
 
-// tenantPrefix is where a tenant's trees are listed; the default tenant,
-// "", is "-", which no tenant name is.
+// tenantPrefix is where a tenant's trees are listed: the default tenant,
+// "", under "-", and a named one under "_" and its escaped name, so that
+// no name ("-", ".", "..") meets another's folder or leaves tenants/.
 func tenantPrefix(tenant string) string {
 	if tenant == "" {
 		return "tenants/-/"
 	}
-	return "tenants/" + url.PathEscape(tenant) + "/"
+	return "tenants/_" + url.PathEscape(tenant) + "/"
 }
 
 // Put archives b, the bundle of the tree rooted at root, of tenant: the

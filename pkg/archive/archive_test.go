@@ -131,3 +131,29 @@ func TestDue(t *testing.T) {
 		})
 	}
 }
+
+// TestTenantsDoNotShareAnIndex: the default tenant and tenants named
+// "-", "." or ".." each list (and so erase) their own trees only, and
+// each can be archived.
+func TestTenantsDoNotShareAnIndex(t *testing.T) {
+	ctx := context.Background()
+	dir, err := archive.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := archive.New(dir)
+	tenants := map[string]string{"": "plain", "-": "dash", ".": "dot", "..": "dots"}
+	for tenant, root := range tenants {
+		b := tree()
+		b.Tasks = b.Tasks[:1]
+		b.Tasks[0].TaskId = root
+		if err := a.Put(ctx, root, tenant, b); err != nil {
+			t.Fatalf("archive a tree of tenant %q: %v", tenant, err)
+		}
+	}
+	for tenant, root := range tenants {
+		if roots, err := a.Trees(ctx, tenant); err != nil || len(roots) != 1 || roots[0] != root {
+			t.Errorf("tenant %q's trees: %v, %v; want [%s]", tenant, roots, err, root)
+		}
+	}
+}
