@@ -1,8 +1,12 @@
 package archive_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +159,36 @@ func TestTenantsDoNotShareAnIndex(t *testing.T) {
 		if roots, err := a.Trees(ctx, tenant); err != nil || len(roots) != 1 || roots[0] != root {
 			t.Errorf("tenant %q's trees: %v, %v; want [%s]", tenant, roots, err, root)
 		}
+	}
+}
+
+// TestErasureLeavesNoContentInTheStore: after a tenant's erasure no byte
+// of its erased content is in any file of a directory store.
+func TestErasureLeavesNoContentInTheStore(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	dir, err := archive.NewDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := archive.New(dir)
+	if err := a.Put(ctx, "parent", "acme", tree()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.EraseTenant(ctx, "acme", "asked"); err != nil {
+		t.Fatal(err)
+	}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if bytes.Contains(data, []byte("content of")) {
+			t.Errorf("%s still holds erased content", path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
