@@ -24,8 +24,8 @@ const archiveUsage = `Usage:
                       [--addr HOST:PORT] [--dry-run]
       archive every tree of ended tasks (a task, its sub-tasks and ancestors)
       of the caller's tenant that ended longer ago than its tenant's age, as
-      one verified audit bundle, then purge it from the log, and the stored
-      requests and results no task on the log names. AGES: "720h" or
+      one verified audit bundle, then purge its events from the log (stored
+      requests and results stay: docs/archives.md). AGES: "720h" or
       "720h,acme=24h,beta=0" (0 keeps a tenant's for ever; "-" is the
       default tenant). The token needs the auditor role; the NATS user is
       the archiver (DATA/nats/archiver.nk in dev; steward nats-users).
@@ -33,7 +33,8 @@ const archiveUsage = `Usage:
       write the archived bundle a task is in, for steward audit verify --bundle
   steward archive erase --store STORE --tenant T --reason TEXT
       erase the stored requests, results and policy inputs of every archived
-      tree of tenant T, keeping the hashes its chains commit to
+      tree of tenant T ('' for the default tenant), keeping the hashes its
+      chains commit to
 
 STORE is a directory, or s3://BUCKET/PREFIX?endpoint=HOST:PORT[&insecure=true]
 with $STEWARD_ARCHIVE_ACCESS_KEY and $STEWARD_ARCHIVE_SECRET_KEY. A state plane
@@ -45,6 +46,7 @@ type archiveCmd struct {
 	verb, store, retention, natsURL string
 	taskID, out, tenant, reason     string
 	dryRun                          bool
+	tenantSet                       bool // --tenant given, '' included
 	nats                            NATSFlags
 	remote
 	stdout io.Writer
@@ -75,6 +77,7 @@ func runArchive(args []string, stdout, stderr io.Writer) error {
 		}
 		return errUsage
 	}
+	fs.Visit(func(f *flag.Flag) { c.tenantSet = c.tenantSet || f.Name == "tenant" })
 	if fs.NArg() > 0 {
 		return fmt.Errorf("steward archive %s: unexpected argument %q", c.verb, fs.Arg(0))
 	}
@@ -172,6 +175,11 @@ func (c *archiveCmd) get(ctx context.Context, a *archive.Archive) error {
 
 // erase erases tenant's archived content.
 func (c *archiveCmd) erase(ctx context.Context, a *archive.Archive) error {
+	if !c.tenantSet {
+		// Erasure cannot be undone: a forgotten flag must not mean the
+		// default tenant.
+		return errors.New("steward archive erase: --tenant is required (--tenant '' for the default tenant)")
+	}
 	if c.reason == "" {
 		return errors.New("steward archive erase: --reason is required: it is kept in every bundle erased")
 	}
