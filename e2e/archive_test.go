@@ -93,6 +93,12 @@ func TestArchiveEndToEnd(t *testing.T) {
 		t.Errorf("the archived bundle, verified offline:\n%s", out)
 	}
 
+	// A second run finds the archived tree gone from the log (the state
+	// plane's views may still list it) and archives nothing more.
+	if out := archiveRun(adminToken, "1ms,globex=1000h"); !strings.Contains(out, "archived 0 trees") {
+		t.Errorf("a second run after the tree was archived:\n%s", out)
+	}
+
 	// Globex's own age, then.
 	if out := archiveRun(globexAdminToken, "1ms,globex=1000h"); !strings.Contains(out, "archived 0 trees") {
 		t.Errorf("globex's task was archived before its tenant's age:\n%s", out)

@@ -93,6 +93,15 @@ func (r *archiveRun) candidates(ctx context.Context) ([]string, error) {
 func (r *archiveRun) tree(ctx context.Context, id string, done map[string]bool) error {
 	b := &stewardv1.AuditBundle{}
 	if err := newBundleMerge(b, r.limit).fetch(ctx, r.audit, id); err != nil {
+		if connect.CodeOf(err) == connect.CodeNotFound {
+			// Purged by an earlier run: the state plane's views may list
+			// a task the log no longer holds. One the archive lacks is
+			// an error.
+			if _, _, aerr := r.archive.Bundle(ctx, id); aerr == nil {
+				done[id] = true
+				return nil
+			}
+		}
 		return fmt.Errorf("bundle of %s: %w", id, err)
 	}
 	tasks, err := archive.Fold(b)
