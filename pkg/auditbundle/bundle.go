@@ -90,6 +90,9 @@ func Marshal(b *stewardv1.AuditBundle) ([]byte, error) {
 	slices.SortFunc(b.Tools, func(x, y []byte) int { return strings.Compare(string(x), string(y)) })
 	slices.SortFunc(b.Policies, func(x, y *stewardv1.PolicySources) int { return strings.Compare(x.Revision, y.Revision) })
 	slices.SortFunc(b.Withheld, func(x, y *stewardv1.WithheldTask) int { return strings.Compare(x.TaskId, y.TaskId) })
+	slices.SortFunc(b.Erased, func(x, y *stewardv1.ErasedBlob) int {
+		return strings.Compare(x.Section+" "+x.Hash, y.Section+" "+y.Hash)
+	})
 	slices.SortFunc(b.Keys, func(x, y *stewardv1.BundleKey) int { return strings.Compare(x.KeyId, y.KeyId) })
 	return proto.MarshalOptions{Deterministic: true}.Marshal(b)
 }

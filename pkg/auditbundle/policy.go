@@ -52,6 +52,7 @@ func snapshots(t *bundleTask) []snapshotAt {
 // its own revision's sources, and checks inputs and sources re-hash.
 func checkPolicy(ctx context.Context, b *stewardv1.AuditBundle, tasks []*bundleTask, c Checks, r *Report) {
 	inputs := checkBlobs(SectionInputs, b.Inputs, r)
+	admitErased(b, map[string]map[string][]byte{SectionInputs: inputs}, r)
 	restored := map[string]bool{}
 	engines := map[string]Evaluator{}
 	for _, src := range b.Policies {
@@ -106,6 +107,9 @@ func keptInput(t *bundleTask, s snapshotAt, inputs map[string][]byte, restored m
 	if !restored[s.snap.BundleRevision] {
 		r.fail(SectionPolicies, s.item, "the sources of revision %s that decided snapshot %s are not in the bundle", s.snap.BundleRevision, s.snap.SnapshotId)
 		ok = false
+	}
+	if ok && input == nil { // erased: admitErased noted it
+		return nil, false
 	}
 	if ok {
 		if why := inputFault(t, s, input); why != "" {

@@ -73,6 +73,7 @@ func Verify(ctx context.Context, b *stewardv1.AuditBundle, c Checks) *Report {
 	checkRelatives(b, tasks, r)
 	requests := checkBlobs(SectionRequests, b.Requests, r)
 	results := checkBlobs(SectionResults, b.Results, r)
+	admitErased(b, map[string]map[string][]byte{SectionRequests: requests, SectionResults: results}, r)
 	tools := checkTools(b.Tools, r)
 	for _, t := range tasks {
 		checkReferences(t, requests, results, tools, r)

@@ -25,7 +25,7 @@ const AdminUser = "admin"
 const UsersDir = "nats"
 
 // SeedFile returns the file that holds user's nkey seed in dir: one of
-// natsperm.Planes() or AdminUser. A `steward serve --nats-nkey` process
+// natsperm.Users() or AdminUser. A `steward serve --nats-nkey` process
 // pointed at a dev server's NATS uses its plane's.
 func SeedFile(dir, user string) string { return filepath.Join(dir, user+".nk") }
 
@@ -44,7 +44,7 @@ func LoadOrCreateUsers(dir string) (*Users, error) {
 		return nil, fmt.Errorf("nats users: %w", err)
 	}
 	u := &Users{keys: map[string]nkeys.KeyPair{}}
-	for _, name := range append(natsperm.Planes(), AdminUser) {
+	for _, name := range append(natsperm.Users(), AdminUser) {
 		kp, err := loadOrCreateSeed(SeedFile(dir, name))
 		if err != nil {
 			return nil, fmt.Errorf("nats user %s: %w", name, err)
@@ -92,7 +92,7 @@ func loadOrCreateSeed(path string) (nkeys.KeyPair, error) {
 // permissions (none for the admin: everything).
 func (u *Users) nkeyUsers() []*server.NkeyUser {
 	var out []*server.NkeyUser
-	for _, name := range append(natsperm.Planes(), AdminUser) {
+	for _, name := range append(natsperm.Users(), AdminUser) {
 		pub, _ := u.keys[name].PublicKey()
 		out = append(out, &server.NkeyUser{Nkey: pub, Permissions: natsperm.For(name)})
 	}

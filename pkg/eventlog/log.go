@@ -168,7 +168,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Log, error)
 		Duplicates:  cfg.DuplicateWindow,
 		AllowDirect: true, // reads of one task's history from any replica (consistent.go)
 		DenyDelete:  true,
-		DenyPurge:   true,
+		DenyPurge:   false, // archived tasks leave by purge (docs/archives.md); natsperm refuses it to every plane
 	})
 	if err != nil {
 		return nil, err

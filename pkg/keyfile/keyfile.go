@@ -53,6 +53,31 @@ func Create(path string, data []byte) (created bool, err error) {
 	return true, syncDir(dir)
 }
 
+// Replace writes data to path with mode, replacing what is there: written
+// whole under a temporary name in the same directory, synced, then renamed
+// into place, so a reader sees the old file or the new, never half of one.
+func Replace(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // gone by the rename when it succeeds
+	err = tmp.Chmod(mode)
+	if err == nil {
+		_, err = tmp.Write(data)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
 // syncDir flushes dir's entries to stable storage.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)

@@ -122,8 +122,12 @@ func kvStream(bucket string) string { return "KV_" + bucket }
 // kvKeys is the subject a put or delete of any key in bucket goes to.
 func kvKeys(bucket string) string { return "$KV." + bucket + ".>" }
 
-// Grants returns plane's lines of the table, or nil for an unknown plane.
+// Grants returns plane's lines of the table (or the Archiver's), or nil
+// for an unknown plane.
 func Grants(plane string) []Grant {
+	if plane == Archiver {
+		return archiverGrants()
+	}
 	if !slices.Contains(Planes(), plane) {
 		return nil
 	}

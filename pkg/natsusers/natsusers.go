@@ -20,6 +20,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
+
+	"github.com/steward-run/steward/pkg/keyfile"
 )
 
 // The layout Write makes under its directory: DIR/nats/users.conf for the
@@ -55,7 +57,7 @@ func Write(dir string, planes []string, perms func(plane string) *server.Permiss
 		return nil, err
 	}
 	// Public keys and subjects only: readable by whoever runs the server.
-	if err := writeAtomic(filepath.Join(confDir, ConfigFile), Render(users), 0o644); err != nil {
+	if err := keyfile.Replace(filepath.Join(confDir, ConfigFile), Render(users), 0o644); err != nil {
 		return nil, err
 	}
 	return users, nil
@@ -90,36 +92,10 @@ func seed(path string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", err
 	}
-	if err := writeAtomic(path, append(s, '\n'), 0o600); err != nil {
+	if err := keyfile.Replace(path, append(s, '\n'), 0o600); err != nil {
 		return "", err
 	}
 	return kp.PublicKey()
-}
-
-// writeAtomic writes b to path through a temporary file and a rename, so
-// that a reader never sees half a file.
-func writeAtomic(path string, b []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // Render returns a nats-server configuration block declaring users, for

@@ -33,6 +33,9 @@ func (s *auditService) eachStored(ctx context.Context, taskID string, fn func(ev
 	}); err != nil {
 		return err
 	}
+	if n == 0 && s.plane.cfg.Archive != nil {
+		return s.plane.eachArchived(ctx, taskID, fn)
+	}
 	if n == 0 {
 		return errs.New(errs.NotFound, "task %s not found", taskID)
 	}
@@ -46,7 +49,9 @@ func (s *auditService) ReplayTask(ctx context.Context, req *connect.Request[stew
 	if err := checkTaskID(req.Msg.TaskId); err != nil {
 		return err
 	}
-	if err := s.plane.mayStream(ctx, rpc.Caller(ctx), req.Msg.TaskId); err != nil {
+	// An archived task's reader is checked as its events are read
+	// (eachArchived).
+	if err := s.plane.mayStream(ctx, rpc.Caller(ctx), req.Msg.TaskId); err != nil && !s.plane.archived(err) {
 		return err
 	}
 	// Every stored event goes out, verified or not: an auditor judges for

@@ -123,6 +123,9 @@ type Config struct {
 	// another build is refused. Empty: the toolchain's build info, which
 	// a release build (-buildvcs=false) lacks, so steward serve sets it.
 	Build string
+	// Archive, when set, serves the tasks archived and gone from the log
+	// (ArchivedTasks; docs/archives.md).
+	Archive ArchivedTasks
 }
 
 // withDefaults returns c with its unset fields set to their defaults.

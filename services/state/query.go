@@ -82,6 +82,9 @@ func (p *Plane) fresh(ctx context.Context, taskID string) (*stewardv1.Task, erro
 // (showReady).
 func (s *queryService) GetTask(ctx context.Context, req *connect.Request[stewardv1.GetTaskRequest]) (*connect.Response[stewardv1.GetTaskResponse], error) {
 	if err := s.plane.caughtUp(ctx, req.Msg.TaskId); err != nil {
+		if s.plane.archived(err) {
+			return wrap(s.plane.archivedGetTask(ctx, req.Msg.TaskId))
+		}
 		return nil, err
 	}
 	// Weigh the task before copying it: one past the bound of an answer

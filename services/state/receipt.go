@@ -32,6 +32,9 @@ func (s *queryService) GetReceipt(ctx context.Context, req *connect.Request[stew
 		return nil, err
 	}
 	if len(recs) == 0 {
+		if s.plane.cfg.Archive != nil {
+			return wrap(s.plane.archivedReceipt(ctx, taskID))
+		}
 		return nil, errs.New(errs.NotFound, "task %s not found", taskID)
 	}
 	r, err := BuildReceipt(recs)

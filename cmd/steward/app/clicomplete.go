@@ -20,6 +20,7 @@ var olderShort = map[string]string{
 	"nats-streams": "raise Steward's streams and buckets to N replicas",
 	"secret-key":   "write the key for secret tool parameters",
 	"audit":        "replay, verify or export a task's history; record a finding",
+	"archive":      "archive ended tasks, read or erase the archive",
 	"receipt":      "print what happened to a task",
 	"dead-letters": "list or replay the events the planes set aside",
 	"version":      "print the version",

@@ -31,7 +31,11 @@ func (m *Server) handlerOptions(ctx context.Context, tasks *taskstore.Store) ([]
 	// Every plane finds a task's tenant in the log itself, so that no
 	// role reaches across tenants in services mode either.
 	edge := []rpc.EdgeOption{rpc.WithDenied(m.denied), rpc.WithTenants(func(ctx context.Context, taskID string) (string, error) {
-		return tasks.Tenant(ctx, taskID)
+		tenant, err := tasks.Tenant(ctx, taskID)
+		if err != nil {
+			return m.Archive.tenant(ctx, taskID, err)
+		}
+		return tenant, nil
 	})}
 	if jwt != nil {
 		edge = append(edge, rpc.WithJWT(jwt))

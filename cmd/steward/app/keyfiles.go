@@ -40,7 +40,7 @@ func (m *Server) secretFiles() []secretFile {
 	if dev {
 		files = append(files, secretFile{filepath.Join(m.DataDir, IdentityKeyFile), "CLI identity key", "pass for this server to the CLI, and be sent the admin token"})
 		dir := filepath.Join(m.DataDir, embedded.UsersDir)
-		for _, user := range append(natsperm.Planes(), embedded.AdminUser) {
+		for _, user := range append(natsperm.Users(), embedded.AdminUser) {
 			files = append(files, secretFile{embedded.SeedFile(dir, user), "NATS user seed of " + user, "connect to the embedded NATS as " + user})
 		}
 	}

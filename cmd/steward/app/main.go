@@ -139,6 +139,8 @@ func runOlder(name string, args []string, stdout, stderr io.Writer) error {
 		// What these print came from clients and tools: a reason can
 		// carry an escape sequence or a bidi control.
 		return runAudit(args, terminal.NewWriter(stdout), terminal.NewWriter(stderr))
+	case "archive":
+		return runArchive(args, terminal.NewWriter(stdout), terminal.NewWriter(stderr))
 	case "receipt":
 		return runReceipt(args, terminal.NewWriter(stdout), terminal.NewWriter(stderr))
 	case "dead-letters":

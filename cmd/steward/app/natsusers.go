@@ -41,7 +41,7 @@ func runNATSUsers(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return errors.New("--out is required: the directory to write the seeds and users.conf to")
 	}
-	users, err := natsusers.Write(*out, natsperm.Planes(), natsperm.For)
+	users, err := natsusers.Write(*out, natsperm.Users(), natsperm.For)
 	if err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}

@@ -107,6 +107,8 @@ type Server struct {
 	Stall StallFlags // state: when the watchdog marks a task stalled
 	// Snapshots: how often the state plane snapshots its views.
 	Snapshots SnapshotFlags
+	// Archive: where the state plane reads archived tasks.
+	Archive ArchiveFlags
 	// Quotas bound what one principal and one tenant hold (control).
 	Quotas QuotaFlags
 	// TLSCert and TLSKey serve the API over TLS.

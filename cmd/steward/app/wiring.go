@@ -112,6 +112,9 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 			if err != nil {
 				return nil, err
 			}
+			if cfg.Archive, err = m.Archive.reader(); err != nil {
+				return nil, err
+			}
 			outcomes.state = state.New(log, m.logger, cfg)
 			planes = append(planes, outcomes.state)
 		}

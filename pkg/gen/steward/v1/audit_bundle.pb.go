@@ -51,7 +51,13 @@ type AuditBundle struct {
 	// The tasks the events name (a sub-task, a parent, a fork's origin) that
 	// the export left out, by id, and why: verify requires every task named
 	// to be here or in tasks. The exporter's word, not signed.
-	Withheld      []*WithheldTask `protobuf:"bytes,9,rep,name=withheld,proto3" json:"withheld,omitempty"`
+	Withheld []*WithheldTask `protobuf:"bytes,9,rep,name=withheld,proto3" json:"withheld,omitempty"`
+	// Content erased from the bundle after it was archived (steward archive
+	// erase; docs/archives.md): requests, results and policy inputs of which
+	// only the hash the events commit to is kept. Verify notes each instead
+	// of failing for its absence; the chains still verify, since events hold
+	// such content only by its hash.
+	Erased        []*ErasedBlob `protobuf:"bytes,10,rep,name=erased,proto3" json:"erased,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -149,6 +155,77 @@ func (x *AuditBundle) GetWithheld() []*WithheldTask {
 	return nil
 }
 
+func (x *AuditBundle) GetErased() []*ErasedBlob {
+	if x != nil {
+		return x.Erased
+	}
+	return nil
+}
+
+// ErasedBlob is one piece of content erased from a bundle.
+type ErasedBlob struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "requests", "results" or "inputs": the section it was in.
+	Section string `protobuf:"bytes,1,opt,name=section,proto3" json:"section,omitempty"`
+	// Its SHA-256, as the events name it.
+	Hash string `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"`
+	// Why, in words: the tenant's erasure, and when.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ErasedBlob) Reset() {
+	*x = ErasedBlob{}
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ErasedBlob) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ErasedBlob) ProtoMessage() {}
+
+func (x *ErasedBlob) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ErasedBlob.ProtoReflect.Descriptor instead.
+func (*ErasedBlob) Descriptor() ([]byte, []int) {
+	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ErasedBlob) GetSection() string {
+	if x != nil {
+		return x.Section
+	}
+	return ""
+}
+
+func (x *ErasedBlob) GetHash() string {
+	if x != nil {
+		return x.Hash
+	}
+	return ""
+}
+
+func (x *ErasedBlob) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // WithheldTask is a task named by a bundle's events that the export left
 // out.
 type WithheldTask struct {
@@ -163,7 +240,7 @@ type WithheldTask struct {
 
 func (x *WithheldTask) Reset() {
 	*x = WithheldTask{}
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[1]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -175,7 +252,7 @@ func (x *WithheldTask) String() string {
 func (*WithheldTask) ProtoMessage() {}
 
 func (x *WithheldTask) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[1]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -188,7 +265,7 @@ func (x *WithheldTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WithheldTask.ProtoReflect.Descriptor instead.
 func (*WithheldTask) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *WithheldTask) GetTaskId() string {
@@ -219,7 +296,7 @@ type BundleTask struct {
 
 func (x *BundleTask) Reset() {
 	*x = BundleTask{}
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[2]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -231,7 +308,7 @@ func (x *BundleTask) String() string {
 func (*BundleTask) ProtoMessage() {}
 
 func (x *BundleTask) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[2]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -244,7 +321,7 @@ func (x *BundleTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleTask.ProtoReflect.Descriptor instead.
 func (*BundleTask) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *BundleTask) GetTaskId() string {
@@ -279,7 +356,7 @@ type BundleEvent struct {
 
 func (x *BundleEvent) Reset() {
 	*x = BundleEvent{}
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[3]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -291,7 +368,7 @@ func (x *BundleEvent) String() string {
 func (*BundleEvent) ProtoMessage() {}
 
 func (x *BundleEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[3]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -304,7 +381,7 @@ func (x *BundleEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleEvent.ProtoReflect.Descriptor instead.
 func (*BundleEvent) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *BundleEvent) GetSequence() uint64 {
@@ -332,7 +409,7 @@ type BundleBlob struct {
 
 func (x *BundleBlob) Reset() {
 	*x = BundleBlob{}
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[4]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -344,7 +421,7 @@ func (x *BundleBlob) String() string {
 func (*BundleBlob) ProtoMessage() {}
 
 func (x *BundleBlob) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[4]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -357,7 +434,7 @@ func (x *BundleBlob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleBlob.ProtoReflect.Descriptor instead.
 func (*BundleBlob) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *BundleBlob) GetHash() string {
@@ -385,7 +462,7 @@ type BundleKey struct {
 
 func (x *BundleKey) Reset() {
 	*x = BundleKey{}
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[5]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -397,7 +474,7 @@ func (x *BundleKey) String() string {
 func (*BundleKey) ProtoMessage() {}
 
 func (x *BundleKey) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[5]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -410,7 +487,7 @@ func (x *BundleKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleKey.ProtoReflect.Descriptor instead.
 func (*BundleKey) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *BundleKey) GetKeyId() string {
@@ -446,7 +523,7 @@ type PolicySources struct {
 
 func (x *PolicySources) Reset() {
 	*x = PolicySources{}
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[6]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -458,7 +535,7 @@ func (x *PolicySources) String() string {
 func (*PolicySources) ProtoMessage() {}
 
 func (x *PolicySources) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[6]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -471,7 +548,7 @@ func (x *PolicySources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySources.ProtoReflect.Descriptor instead.
 func (*PolicySources) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PolicySources) GetRevision() string {
@@ -507,7 +584,7 @@ type PolicyFile struct {
 
 func (x *PolicyFile) Reset() {
 	*x = PolicyFile{}
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[7]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -519,7 +596,7 @@ func (x *PolicyFile) String() string {
 func (*PolicyFile) ProtoMessage() {}
 
 func (x *PolicyFile) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[7]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -532,7 +609,7 @@ func (x *PolicyFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyFile.ProtoReflect.Descriptor instead.
 func (*PolicyFile) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *PolicyFile) GetPath() string {
@@ -554,7 +631,7 @@ var File_steward_v1_audit_bundle_proto protoreflect.FileDescriptor
 const file_steward_v1_audit_bundle_proto_rawDesc = "" +
 	"\n" +
 	"\x1dsteward/v1/audit_bundle.proto\x12\n" +
-	"steward.v1\x1a\x18steward/v1/receipt.proto\"\x97\x03\n" +
+	"steward.v1\x1a\x18steward/v1/receipt.proto\"\xc7\x03\n" +
 	"\vAuditBundle\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\rR\x06format\x12,\n" +
 	"\x05tasks\x18\x02 \x03(\v2\x16.steward.v1.BundleTaskR\x05tasks\x122\n" +
@@ -564,7 +641,14 @@ const file_steward_v1_audit_bundle_proto_rawDesc = "" +
 	"\x06inputs\x18\x06 \x03(\v2\x16.steward.v1.BundleBlobR\x06inputs\x125\n" +
 	"\bpolicies\x18\a \x03(\v2\x19.steward.v1.PolicySourcesR\bpolicies\x12)\n" +
 	"\x04keys\x18\b \x03(\v2\x15.steward.v1.BundleKeyR\x04keys\x124\n" +
-	"\bwithheld\x18\t \x03(\v2\x18.steward.v1.WithheldTaskR\bwithheld\"?\n" +
+	"\bwithheld\x18\t \x03(\v2\x18.steward.v1.WithheldTaskR\bwithheld\x12.\n" +
+	"\x06erased\x18\n" +
+	" \x03(\v2\x16.steward.v1.ErasedBlobR\x06erased\"R\n" +
+	"\n" +
+	"ErasedBlob\x12\x18\n" +
+	"\asection\x18\x01 \x01(\tR\asection\x12\x12\n" +
+	"\x04hash\x18\x02 \x01(\tR\x04hash\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"?\n" +
 	"\fWithheldTask\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x85\x01\n" +
@@ -609,34 +693,36 @@ func file_steward_v1_audit_bundle_proto_rawDescGZIP() []byte {
 	return file_steward_v1_audit_bundle_proto_rawDescData
 }
 
-var file_steward_v1_audit_bundle_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_steward_v1_audit_bundle_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_steward_v1_audit_bundle_proto_goTypes = []any{
 	(*AuditBundle)(nil),   // 0: steward.v1.AuditBundle
-	(*WithheldTask)(nil),  // 1: steward.v1.WithheldTask
-	(*BundleTask)(nil),    // 2: steward.v1.BundleTask
-	(*BundleEvent)(nil),   // 3: steward.v1.BundleEvent
-	(*BundleBlob)(nil),    // 4: steward.v1.BundleBlob
-	(*BundleKey)(nil),     // 5: steward.v1.BundleKey
-	(*PolicySources)(nil), // 6: steward.v1.PolicySources
-	(*PolicyFile)(nil),    // 7: steward.v1.PolicyFile
-	(*Receipt)(nil),       // 8: steward.v1.Receipt
+	(*ErasedBlob)(nil),    // 1: steward.v1.ErasedBlob
+	(*WithheldTask)(nil),  // 2: steward.v1.WithheldTask
+	(*BundleTask)(nil),    // 3: steward.v1.BundleTask
+	(*BundleEvent)(nil),   // 4: steward.v1.BundleEvent
+	(*BundleBlob)(nil),    // 5: steward.v1.BundleBlob
+	(*BundleKey)(nil),     // 6: steward.v1.BundleKey
+	(*PolicySources)(nil), // 7: steward.v1.PolicySources
+	(*PolicyFile)(nil),    // 8: steward.v1.PolicyFile
+	(*Receipt)(nil),       // 9: steward.v1.Receipt
 }
 var file_steward_v1_audit_bundle_proto_depIdxs = []int32{
-	2,  // 0: steward.v1.AuditBundle.tasks:type_name -> steward.v1.BundleTask
-	4,  // 1: steward.v1.AuditBundle.requests:type_name -> steward.v1.BundleBlob
-	4,  // 2: steward.v1.AuditBundle.results:type_name -> steward.v1.BundleBlob
-	4,  // 3: steward.v1.AuditBundle.inputs:type_name -> steward.v1.BundleBlob
-	6,  // 4: steward.v1.AuditBundle.policies:type_name -> steward.v1.PolicySources
-	5,  // 5: steward.v1.AuditBundle.keys:type_name -> steward.v1.BundleKey
-	1,  // 6: steward.v1.AuditBundle.withheld:type_name -> steward.v1.WithheldTask
-	3,  // 7: steward.v1.BundleTask.events:type_name -> steward.v1.BundleEvent
-	8,  // 8: steward.v1.BundleTask.receipt:type_name -> steward.v1.Receipt
-	7,  // 9: steward.v1.PolicySources.files:type_name -> steward.v1.PolicyFile
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	3,  // 0: steward.v1.AuditBundle.tasks:type_name -> steward.v1.BundleTask
+	5,  // 1: steward.v1.AuditBundle.requests:type_name -> steward.v1.BundleBlob
+	5,  // 2: steward.v1.AuditBundle.results:type_name -> steward.v1.BundleBlob
+	5,  // 3: steward.v1.AuditBundle.inputs:type_name -> steward.v1.BundleBlob
+	7,  // 4: steward.v1.AuditBundle.policies:type_name -> steward.v1.PolicySources
+	6,  // 5: steward.v1.AuditBundle.keys:type_name -> steward.v1.BundleKey
+	2,  // 6: steward.v1.AuditBundle.withheld:type_name -> steward.v1.WithheldTask
+	1,  // 7: steward.v1.AuditBundle.erased:type_name -> steward.v1.ErasedBlob
+	4,  // 8: steward.v1.BundleTask.events:type_name -> steward.v1.BundleEvent
+	9,  // 9: steward.v1.BundleTask.receipt:type_name -> steward.v1.Receipt
+	8,  // 10: steward.v1.PolicySources.files:type_name -> steward.v1.PolicyFile
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_audit_bundle_proto_init() }
@@ -651,7 +737,7 @@ func file_steward_v1_audit_bundle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_audit_bundle_proto_rawDesc), len(file_steward_v1_audit_bundle_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -89,6 +89,17 @@ export declare type AuditBundle = Message<"steward.v1.AuditBundle"> & {
    * @generated from field: repeated steward.v1.WithheldTask withheld = 9;
    */
   withheld: WithheldTask[];
+
+  /**
+   * Content erased from the bundle after it was archived (steward archive
+   * erase; docs/archives.md): requests, results and policy inputs of which
+   * only the hash the events commit to is kept. Verify notes each instead
+   * of failing for its absence; the chains still verify, since events hold
+   * such content only by its hash.
+   *
+   * @generated from field: repeated steward.v1.ErasedBlob erased = 10;
+   */
+  erased: ErasedBlob[];
 };
 
 /**
@@ -96,6 +107,40 @@ export declare type AuditBundle = Message<"steward.v1.AuditBundle"> & {
  * Use `create(AuditBundleSchema)` to create a new message.
  */
 export declare const AuditBundleSchema: GenMessage<AuditBundle>;
+
+/**
+ * ErasedBlob is one piece of content erased from a bundle.
+ *
+ * @generated from message steward.v1.ErasedBlob
+ */
+export declare type ErasedBlob = Message<"steward.v1.ErasedBlob"> & {
+  /**
+   * "requests", "results" or "inputs": the section it was in.
+   *
+   * @generated from field: string section = 1;
+   */
+  section: string;
+
+  /**
+   * Its SHA-256, as the events name it.
+   *
+   * @generated from field: string hash = 2;
+   */
+  hash: string;
+
+  /**
+   * Why, in words: the tenant's erasure, and when.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message steward.v1.ErasedBlob.
+ * Use `create(ErasedBlobSchema)` to create a new message.
+ */
+export declare const ErasedBlobSchema: GenMessage<ErasedBlob>;
 
 /**
  * WithheldTask is a task named by a bundle's events that the export left

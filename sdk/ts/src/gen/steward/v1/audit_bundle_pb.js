@@ -9,7 +9,7 @@ import { file_steward_v1_receipt } from "./receipt_pb.js";
  * Describes the file steward/v1/audit_bundle.proto.
  */
 export const file_steward_v1_audit_bundle = /*@__PURE__*/
-  fileDesc("Ch1zdGV3YXJkL3YxL2F1ZGl0X2J1bmRsZS5wcm90bxIKc3Rld2FyZC52MSLMAgoLQXVkaXRCdW5kbGUSDgoGZm9ybWF0GAEgASgNEiUKBXRhc2tzGAIgAygLMhYuc3Rld2FyZC52MS5CdW5kbGVUYXNrEigKCHJlcXVlc3RzGAMgAygLMhYuc3Rld2FyZC52MS5CdW5kbGVCbG9iEicKB3Jlc3VsdHMYBCADKAsyFi5zdGV3YXJkLnYxLkJ1bmRsZUJsb2ISDQoFdG9vbHMYBSADKAwSJgoGaW5wdXRzGAYgAygLMhYuc3Rld2FyZC52MS5CdW5kbGVCbG9iEisKCHBvbGljaWVzGAcgAygLMhkuc3Rld2FyZC52MS5Qb2xpY3lTb3VyY2VzEiMKBGtleXMYCCADKAsyFS5zdGV3YXJkLnYxLkJ1bmRsZUtleRIqCgh3aXRoaGVsZBgJIAMoCzIYLnN0ZXdhcmQudjEuV2l0aGhlbGRUYXNrIi8KDFdpdGhoZWxkVGFzaxIPCgd0YXNrX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSJsCgpCdW5kbGVUYXNrEg8KB3Rhc2tfaWQYASABKAkSJwoGZXZlbnRzGAIgAygLMhcuc3Rld2FyZC52MS5CdW5kbGVFdmVudBIkCgdyZWNlaXB0GAMgASgLMhMuc3Rld2FyZC52MS5SZWNlaXB0Ii0KC0J1bmRsZUV2ZW50EhAKCHNlcXVlbmNlGAEgASgEEgwKBGRhdGEYAiABKAwiKAoKQnVuZGxlQmxvYhIMCgRoYXNoGAEgASgJEgwKBGRhdGEYAiABKAwiLwoJQnVuZGxlS2V5Eg4KBmtleV9pZBgBIAEoCRISCgpwdWJsaWNfa2V5GAIgASgMIl0KDVBvbGljeVNvdXJjZXMSEAoIcmV2aXNpb24YASABKAkSEwoLb3BhX3ZlcnNpb24YAiABKAkSJQoFZmlsZXMYAyADKAsyFi5zdGV3YXJkLnYxLlBvbGljeUZpbGUiKwoKUG9saWN5RmlsZRIMCgRwYXRoGAEgASgJEg8KB2NvbnRlbnQYAiABKAxiBnByb3RvMw", [file_steward_v1_receipt]);
+  fileDesc("Ch1zdGV3YXJkL3YxL2F1ZGl0X2J1bmRsZS5wcm90bxIKc3Rld2FyZC52MSL0AgoLQXVkaXRCdW5kbGUSDgoGZm9ybWF0GAEgASgNEiUKBXRhc2tzGAIgAygLMhYuc3Rld2FyZC52MS5CdW5kbGVUYXNrEigKCHJlcXVlc3RzGAMgAygLMhYuc3Rld2FyZC52MS5CdW5kbGVCbG9iEicKB3Jlc3VsdHMYBCADKAsyFi5zdGV3YXJkLnYxLkJ1bmRsZUJsb2ISDQoFdG9vbHMYBSADKAwSJgoGaW5wdXRzGAYgAygLMhYuc3Rld2FyZC52MS5CdW5kbGVCbG9iEisKCHBvbGljaWVzGAcgAygLMhkuc3Rld2FyZC52MS5Qb2xpY3lTb3VyY2VzEiMKBGtleXMYCCADKAsyFS5zdGV3YXJkLnYxLkJ1bmRsZUtleRIqCgh3aXRoaGVsZBgJIAMoCzIYLnN0ZXdhcmQudjEuV2l0aGhlbGRUYXNrEiYKBmVyYXNlZBgKIAMoCzIWLnN0ZXdhcmQudjEuRXJhc2VkQmxvYiI7CgpFcmFzZWRCbG9iEg8KB3NlY3Rpb24YASABKAkSDAoEaGFzaBgCIAEoCRIOCgZyZWFzb24YAyABKAkiLwoMV2l0aGhlbGRUYXNrEg8KB3Rhc2tfaWQYASABKAkSDgoGcmVhc29uGAIgASgJImwKCkJ1bmRsZVRhc2sSDwoHdGFza19pZBgBIAEoCRInCgZldmVudHMYAiADKAsyFy5zdGV3YXJkLnYxLkJ1bmRsZUV2ZW50EiQKB3JlY2VpcHQYAyABKAsyEy5zdGV3YXJkLnYxLlJlY2VpcHQiLQoLQnVuZGxlRXZlbnQSEAoIc2VxdWVuY2UYASABKAQSDAoEZGF0YRgCIAEoDCIoCgpCdW5kbGVCbG9iEgwKBGhhc2gYASABKAkSDAoEZGF0YRgCIAEoDCIvCglCdW5kbGVLZXkSDgoGa2V5X2lkGAEgASgJEhIKCnB1YmxpY19rZXkYAiABKAwiXQoNUG9saWN5U291cmNlcxIQCghyZXZpc2lvbhgBIAEoCRITCgtvcGFfdmVyc2lvbhgCIAEoCRIlCgVmaWxlcxgDIAMoCzIWLnN0ZXdhcmQudjEuUG9saWN5RmlsZSIrCgpQb2xpY3lGaWxlEgwKBHBhdGgYASABKAkSDwoHY29udGVudBgCIAEoDGIGcHJvdG8z", [file_steward_v1_receipt]);
 
 /**
  * Describes the message steward.v1.AuditBundle.
@@ -19,51 +19,58 @@ export const AuditBundleSchema = /*@__PURE__*/
   messageDesc(file_steward_v1_audit_bundle, 0);
 
 /**
+ * Describes the message steward.v1.ErasedBlob.
+ * Use `create(ErasedBlobSchema)` to create a new message.
+ */
+export const ErasedBlobSchema = /*@__PURE__*/
+  messageDesc(file_steward_v1_audit_bundle, 1);
+
+/**
  * Describes the message steward.v1.WithheldTask.
  * Use `create(WithheldTaskSchema)` to create a new message.
  */
 export const WithheldTaskSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_audit_bundle, 1);
+  messageDesc(file_steward_v1_audit_bundle, 2);
 
 /**
  * Describes the message steward.v1.BundleTask.
  * Use `create(BundleTaskSchema)` to create a new message.
  */
 export const BundleTaskSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_audit_bundle, 2);
+  messageDesc(file_steward_v1_audit_bundle, 3);
 
 /**
  * Describes the message steward.v1.BundleEvent.
  * Use `create(BundleEventSchema)` to create a new message.
  */
 export const BundleEventSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_audit_bundle, 3);
+  messageDesc(file_steward_v1_audit_bundle, 4);
 
 /**
  * Describes the message steward.v1.BundleBlob.
  * Use `create(BundleBlobSchema)` to create a new message.
  */
 export const BundleBlobSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_audit_bundle, 4);
+  messageDesc(file_steward_v1_audit_bundle, 5);
 
 /**
  * Describes the message steward.v1.BundleKey.
  * Use `create(BundleKeySchema)` to create a new message.
  */
 export const BundleKeySchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_audit_bundle, 5);
+  messageDesc(file_steward_v1_audit_bundle, 6);
 
 /**
  * Describes the message steward.v1.PolicySources.
  * Use `create(PolicySourcesSchema)` to create a new message.
  */
 export const PolicySourcesSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_audit_bundle, 6);
+  messageDesc(file_steward_v1_audit_bundle, 7);
 
 /**
  * Describes the message steward.v1.PolicyFile.
  * Use `create(PolicyFileSchema)` to create a new message.
  */
 export const PolicyFileSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_audit_bundle, 7);
+  messageDesc(file_steward_v1_audit_bundle, 8);
 

@@ -1,0 +1,34 @@
+package natsperm
+
+import (
+	"slices"
+
+	"github.com/steward-run/steward/pkg/eventlog"
+)
+
+// Archiver is the NATS user `steward archive run` connects as
+// (docs/archives.md): the one user besides an operator's admin that may
+// purge, and only the event log, after each tree it removes is written
+// to the archive and read back. No
+// plane may purge: a plane that could would be able to erase the history
+// it is judged by.
+const Archiver = "archiver"
+
+// Users returns every NATS user this table describes, in a fixed order:
+// the planes and the archiver.
+func Users() []string { return append(Planes(), Archiver) }
+
+// archiverGrants are the archiver's lines of the table. JetStream's purge
+// request carries its subject filter in its body, which permissions do
+// not see: the archiver's right is to purge the log at all, and what it
+// purges is `steward archive`'s code (a task's subjects).
+func archiverGrants() []Grant {
+	events := eventlog.DefaultStream
+	refused := slices.DeleteFunc(RefusedAPI(), func(s string) bool { return s == "$JS.API.STREAM.PURGE.>" })
+	return []Grant{
+		{Subjects: []string{"$JS.API.INFO", "$JS.API.STREAM.INFO." + events}, Why: "look up the log and what a task holds on it"},
+		{Subjects: []string{"$JS.API.STREAM.PURGE." + events}, Why: "remove the events of the tasks it archived (steward archive run), and nothing else"},
+		{Deny: true, Subjects: refused, Why: "never delete a stream, a message or a consumer, nor reshape a stream"},
+		{Subscribe: true, Subjects: []string{Inbox(Archiver) + ".>"}, Why: "its own replies"},
+	}
+}
