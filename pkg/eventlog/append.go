@@ -14,6 +14,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/tracing"
 )
 
 // Head is the tip of a task's chain: the stream sequence and hash of its
@@ -65,6 +66,7 @@ func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stew
 	if err != nil {
 		return nil, err
 	}
+	tracing.Into(ctx, ev) // before the seal: the context is hashed with the event
 	data, err := event.Seal(ev, head.Hash)
 	if err != nil {
 		return nil, err
