@@ -50,9 +50,17 @@ func Into(ctx context.Context, ev *stewardv1.Event) {
 	if ev.TraceParent != "" || !trace.SpanContextFromContext(ctx).IsValid() {
 		return
 	}
-	c := eventCarrier{ev}
-	w3c.Inject(ctx, c)
+	w3c.Inject(ctx, eventCarrier{ev})
+	if len(ev.TraceState) > MaxTraceState {
+		ev.TraceState = "" // a caller's vendor state is not worth a kilobyte on every event of the action
+	}
 }
+
+// MaxTraceState bounds the tracestate an event carries: W3C allows 32
+// entries of 512 bytes, which a caller could send to ProposeAction and
+// every event of its action would then repeat. A longer one is dropped;
+// the traceparent alone keeps the trace.
+const MaxTraceState = 256
 
 // From returns ctx continuing the trace ev was written in, or ctx itself if
 // ev carries none.

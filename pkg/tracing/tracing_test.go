@@ -2,6 +2,8 @@ package tracing_test
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -57,5 +59,21 @@ func TestChildOnlyInsideATrace(t *testing.T) {
 	other.End()
 	if ev.TraceParent != first {
 		t.Errorf("an event's trace context changed from %s to %s", first, ev.TraceParent)
+	}
+}
+
+// TestLongTraceStateIsDropped: a tracestate past MaxTraceState, which a
+// caller could send, is not repeated on events; the traceparent is kept.
+func TestLongTraceStateIsDropped(t *testing.T) {
+	for _, tc := range []struct {
+		state string
+		kept  bool
+	}{{"vendor=" + strings.Repeat("a", 200), true}, {"vendor=" + strings.Repeat("a", 250), false}} {
+		h := http.Header{"Traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}, "Tracestate": {tc.state}}
+		ev := &stewardv1.Event{}
+		tracing.Into(tracing.FromHeader(context.Background(), h), ev)
+		if !strings.Contains(ev.TraceParent, "4bf92f3577b34da6a3ce929d0e0e4736") || (ev.TraceState != "") != tc.kept {
+			t.Errorf("tracestate of %d bytes: event carries %q, %d bytes of state; want it kept: %v", len(tc.state), ev.TraceParent, len(ev.TraceState), tc.kept)
+		}
 	}
 }
