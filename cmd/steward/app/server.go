@@ -179,7 +179,7 @@ func (m *Server) Run(ctx context.Context) error {
 	if m.tracing, err = m.tracer(ctx); err != nil {
 		return err
 	}
-	st, err := m.openStores(ctx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: dev, SoleWriter: dev, Writers: m.writers, Harden: dev, Plane: m.Plane, Tracing: m.tracing})
+	st, err := m.openStores(ctx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: dev, SoleWriter: dev, Writers: m.writers, Harden: dev, Plane: m.Plane, Tracing: m.traceProvider()})
 	if err != nil {
 		return err
 	}

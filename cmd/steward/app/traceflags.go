@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 
 	"connectrpc.com/connect"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/tracing"
@@ -51,4 +52,14 @@ func (m *Server) traceCalls(opts []connect.HandlerOption) []connect.HandlerOptio
 		return opts
 	}
 	return append(opts, connect.WithInterceptors(tracing.NewInterceptor(m.tracing.Tracer(eventlog.TracerName))))
+}
+
+// traceProvider is the provider the log records reactions' spans with: none
+// when tracing is off, so that a reader's events are not even looked at
+// (eventlog.Config.Tracing).
+func (m *Server) traceProvider() trace.TracerProvider {
+	if m.Traces.Endpoint == "" {
+		return nil
+	}
+	return m.tracing
 }
