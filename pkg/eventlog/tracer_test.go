@@ -10,7 +10,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -102,4 +104,35 @@ func readAll(t *testing.T, l *eventlog.Log, taskID string) []*stewardv1.EventRec
 		t.Fatalf("read %s: %d events, %v; want 2", taskID, len(recs), err)
 	}
 	return recs
+}
+
+// TestFitsCountsTheTraceContext: an event that fits only without the
+// trace context Append would write onto it is refused by Fits too, so a
+// command that asked Fits first is not refused by Append after acting.
+func TestFitsCountsTheTraceContext(t *testing.T) {
+	tp := sdktrace.NewTracerProvider()
+	bus := stewardtest.StartBus(t)
+	l, err := eventlog.Open(context.Background(), bus.JS, eventlog.Config{Tracing: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, span := tp.Tracer("test").Start(context.Background(), "propose")
+	defer span.End()
+	limit := int(bus.JS.Conn().MaxPayload())
+	ev := mustEvent(t, event.Meta{TaskID: "near-limit"}, &stewardv1.TaskPaused{})
+	bare, err := event.Seal(proto.CloneOf(ev), make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.GetTaskPaused().Reason = strings.Repeat("r", limit-len(bare)-20) // fits by a few bytes untraced
+	if err := l.Fits(context.Background(), ev); err != nil {
+		t.Fatalf("untraced, the event should fit: %v", err)
+	}
+	_, appendErr := l.Append(ctx, eventlog.Head{}, proto.CloneOf(ev))
+	if !errs.Is(appendErr, errs.TooLarge) {
+		t.Fatalf("append under a span: %v; want TooLarge (the trace context does not fit)", appendErr)
+	}
+	if err := l.Fits(ctx, ev); !errs.Is(err, errs.TooLarge) {
+		t.Errorf("Fits under the span that Append refuses: %v; want TooLarge", err)
+	}
 }
