@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -58,5 +59,14 @@ func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
 func WithExporter(exp sdktrace.SpanExporter, cfg Config) *Provider {
 	res := resource.NewSchemaless(semconv.ServiceName(cfg.Service), semconv.ServiceVersion(cfg.Version))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	return &Provider{TracerProvider: tp, Shutdown: tp.Shutdown}
+	return &Provider{TracerProvider: tp, Shutdown: func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, ShutdownTimeout)
+		defer cancel()
+		return tp.Shutdown(ctx)
+	}}
 }
+
+// ShutdownTimeout bounds how long Shutdown flushes: a collector that is
+// down or hangs costs a stopping process this, not the exporter's retries
+// (minutes); the spans not sent by then are dropped.
+const ShutdownTimeout = 5 * time.Second
