@@ -34,6 +34,7 @@ const (
 	PolicyRev   = attribute.Key("steward.policy_revision")
 	PlanVersion = attribute.Key("steward.plan_version")
 	StepID      = attribute.Key("steward.step_id")
+	ApprovalID  = attribute.Key("steward.approval_id")
 )
 
 // Off is the tracer provider of a Steward that does not trace.
