@@ -14,6 +14,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/tracing"
 )
 
 // Head is the tip of a task's chain: the stream sequence and hash of its
@@ -45,8 +46,12 @@ const (
 
 // Fits refuses ev, as Append would, if it is larger sealed than the log
 // takes: for a command to find out before it does what it cannot undo.
-func (l *Log) Fits(ev *stewardv1.Event) error {
-	data, err := event.Seal(proto.CloneOf(ev), make([]byte, sha256.Size)) // a chain's previous hash
+// ctx is the one ev will be appended under: its trace context, which
+// Append writes onto the event, counts too.
+func (l *Log) Fits(ctx context.Context, ev *stewardv1.Event) error {
+	sized := proto.CloneOf(ev)
+	tracing.Into(ctx, sized)
+	data, err := event.Seal(sized, make([]byte, sha256.Size)) // a chain's previous hash
 	if err != nil {
 		return err
 	}
@@ -65,6 +70,7 @@ func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stew
 	if err != nil {
 		return nil, err
 	}
+	tracing.Into(ctx, ev) // before the seal: the context is hashed with the event
 	data, err := event.Seal(ev, head.Hash)
 	if err != nil {
 		return nil, err

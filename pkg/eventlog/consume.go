@@ -226,7 +226,10 @@ func (l *Log) deliver(ctx context.Context, d delivery) {
 	}}
 	hctx := context.WithValue(context.WithValue(ctx, msgKey{}, d.msg), detachKey{}, work)
 	hctx = WithReadFloor(hctx, d.rec.Event.TaskId, d.rec.Sequence)
-	work.done(h(hctx, d.rec))
+	hctx, end := l.reactionSpan(hctx, d.name, d.rec)
+	err := h(hctx, d.rec)
+	end(err)
+	work.done(err)
 }
 
 // ReactionAckWait is how long JetStream waits for a reaction before it

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/steward-run/steward/pkg/bucket"
 	"github.com/steward-run/steward/pkg/errs"
@@ -92,6 +93,9 @@ type Config struct {
 	// process too. Reads, consumers and everything else, and an event
 	// whose owner has no writer, use the connection Open was given.
 	Writers map[string]jetstream.JetStream
+	// Tracing records the spans of reactions to traced events (tracer.go);
+	// nil records none.
+	Tracing trace.TracerProvider
 }
 
 func (c Config) withDefaults() Config {
@@ -233,24 +237,6 @@ func missingSubjects(have, want []string) []string {
 
 // Config returns the log's configuration with defaults filled in.
 func (l *Log) Config() Config { return l.cfg }
-
-// TaskIDRule says what ValidTaskID accepts, for error messages.
-const TaskIDRule = "a task id is 1–64 ASCII letters, digits, '-' or '_'"
-
-// ValidTaskID reports whether id can name a task: 1–64 ASCII letters,
-// digits, '-' or '_', which keeps it one safe NATS subject token.
-func ValidTaskID(id string) bool {
-	if len(id) == 0 || len(id) > 64 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
 
 // Each event is stored on a subject of its own type under its chain's:
 // steward.task.<task_id>.<type> (and steward.tool.<name>.<type>,
@@ -395,6 +381,3 @@ func chainPrefix(c Config, typ string) string {
 	}
 	return c.SubjectPrefix
 }
-
-// ErrInvalidTaskID is returned for a task id that ValidTaskID rejects.
-var ErrInvalidTaskID = errors.New("invalid task id: want 1-64 letters, digits, '-' or '_'")

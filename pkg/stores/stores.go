@@ -9,6 +9,7 @@ import (
 	"log/slog"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/bucket"
@@ -45,6 +46,8 @@ type Config struct {
 	// the policy bucket is opened only for governance and state, whose
 	// NATS users alone may (pkg/natsperm).
 	Plane string
+	// Tracing records the spans of governed actions (eventlog.Config).
+	Tracing trace.TracerProvider
 }
 
 // Set is the stores a process's planes share.
@@ -72,7 +75,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Set, error)
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	log, err := eventlog.Open(ctx, js, eventlog.Config{Logger: cfg.Logger, Replicas: cfg.Replicas, SoleConsumer: cfg.SoleConsumer,
-		SoleWriter: cfg.SoleWriter, Writers: cfg.Writers, HardenBuckets: cfg.Harden})
+		SoleWriter: cfg.SoleWriter, Writers: cfg.Writers, HardenBuckets: cfg.Harden, Tracing: cfg.Tracing})
 	if err != nil {
 		return nil, err
 	}

@@ -94,7 +94,7 @@ func (dg *delegation) ForkTask(ctx context.Context, principal string, req *stewa
 	// A fork too large for the log is refused before anything is reserved
 	// for it; the budget's largest values bound the event's size.
 	contract.Budget.MaxTokens, contract.Budget.MaxCostMicros = math.MaxInt64, math.MaxInt64
-	if err := dg.log.Fits(ev); err != nil {
+	if err := dg.log.Fits(ctx, ev); err != nil {
 		return nil, false, errs.Wrap(errs.TooLarge, err, "fork task %s at sequence %d: its state there", req.TaskId, origin.AtSequence)
 	}
 	if err := dg.reserveFork(ctx, principal, parent.Contract.GetTaskId(), forkID, req, contract.Budget); err != nil {

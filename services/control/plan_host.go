@@ -30,7 +30,9 @@ func (h planHost) Event(meta event.Meta, payload event.Payload) (*stewardv1.Even
 
 func (h planHost) Steward() *stewardv1.Actor { return h.p.actor(stewardPrincipal) }
 
-func (h planHost) Propose(ctx context.Context, t *stewardv1.Task, c plandriver.Call, still func(*stewardv1.Task) bool) (string, error) {
+func (h planHost) Propose(ctx context.Context, t *stewardv1.Task, c plandriver.Call, still func(*stewardv1.Task) bool) (id string, err error) {
+	ctx, end := planStepSpan(ctx, h.p.log.Tracer(), t, c)
+	defer func() { end(id, err) }()
 	d, err := h.p.prepare(ctx, t, proposal{
 		taskID: c.TaskID, proposalIDOf: c.ProposalIDOf, planStep: c.PlanStep, milestone: c.Milestone, decision: c.Decision,
 		tool: c.Tool, toolVersion: c.ToolVersion, target: c.Target, params: c.Params,

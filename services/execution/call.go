@@ -50,7 +50,9 @@ func (p *Plane) complete(ctx context.Context, d *inFlight) error {
 // result schema.
 func (p *Plane) call(ctx context.Context, taskID string, a *stewardv1.Action, attempt uint32, req *prepared) adapter.Result {
 	stop := p.heartbeat(ctx, taskID, a.ActionId, attempt)
-	res := req.adapter.Call(ctx, req.Request)
+	cctx, span := callSpan(ctx, p.log.Tracer(), taskID, a, attempt)
+	res := req.adapter.Call(cctx, req.Request)
+	endCall(span, res)
 	stop()
 	p.modelFailures.note(res)
 	if res.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED && req.result != nil {

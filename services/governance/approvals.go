@@ -33,11 +33,15 @@ type Approvals struct {
 	// latest is each action's most recent approval (a revalidation may
 	// ask for a second one), and each task's plan's, by subjectKey.
 	latest map[string]string
+	// traced is the W3C context (traceparent, tracestate) each traced
+	// approval was opened in: its action's trace, which the decision on
+	// it continues (trace.go).
+	traced map[string][2]string
 }
 
 // NewApprovals returns an empty index.
 func NewApprovals(logger *slog.Logger) *Approvals {
-	return &Approvals{logger: logger, byID: map[string]*stewardv1.Approval{}, latest: map[string]string{}}
+	return &Approvals{logger: logger, byID: map[string]*stewardv1.Approval{}, latest: map[string]string{}, traced: map[string][2]string{}}
 }
 
 // approvalTypes are the events that open, decide or close an approval:
@@ -78,6 +82,9 @@ func (x *Approvals) Apply(rec *stewardv1.EventRecord) error {
 		x.order = append(x.order, ap.ApprovalId)
 		x.byID[ap.ApprovalId] = ap
 		x.latest[subjectKey(ap)] = ap.ApprovalId
+		if rec.Event.TraceParent != "" {
+			x.traced[ap.ApprovalId] = [2]string{rec.Event.TraceParent, rec.Event.TraceState}
+		}
 	case *stewardv1.Event_PlanSubmitted:
 		// The version its approval was for is replaced: the approval
 		// closes undecided, and the new version needs its own.

@@ -58,7 +58,8 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 		am, amendErr = p.amendmentOf(ctx, who.Tenant, known, req)
 	}
 	var decided *stewardv1.Approval
-	err = p.tasks.Write(ctx, known.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	wctx, end := p.approvals.approvalTrace(ctx, p.log.Tracer(), known.ApprovalId)
+	err = p.tasks.Write(wctx, known.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		a := task.FindAction(t, known.ActionId)
 		if a == nil || a.Approval.GetApprovalId() != req.ApprovalId || t.Tenant != who.Tenant {
 			return nil, approvalNotFound(req.ApprovalId)
@@ -91,6 +92,7 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 		}
 		return p.vote(t, who, decisionEventID(a, who, req.Decision, am), voteOf(a, who, req, am, asBackup))
 	})
+	end(err)
 	if err != nil {
 		return nil, err
 	}

@@ -35,6 +35,8 @@ type harness struct {
 	// onEvaluate, when set before start, is called at every policy
 	// evaluation.
 	onEvaluate func()
+	// traceParent, when set, is the W3C context proposals are written in.
+	traceParent string
 
 	mu       sync.Mutex
 	reminded []string // approvals the Notifier was told about
@@ -242,7 +244,9 @@ func (e *harness) proposeWith(t *testing.T, taskID, proposalID, tool, compensate
 	for _, edit := range edits {
 		edit(a)
 	}
-	e.Append(taskID, &stewardv1.ActionProposed{Action: a})
+	ev := stewardtest.Event(t, taskID, &stewardv1.ActionProposed{Action: a})
+	ev.TraceParent = e.traceParent
+	e.AppendEvents(taskID, ev)
 	return id
 }
 

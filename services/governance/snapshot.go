@@ -57,7 +57,9 @@ func (p *Plane) evaluate(ctx context.Context, j judging) (*stewardv1.Task, error
 		// not the one the action is in.
 		return t, nil
 	}
-	snap, err := p.snapshot(ctx, t, a, round)
+	dctx, span := decisionSpan(ctx, p.log.Tracer(), t, a)
+	snap, err := p.snapshot(dctx, t, a, round)
+	endDecision(span, snap, err)
 	if err != nil {
 		return nil, err
 	}

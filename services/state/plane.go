@@ -188,7 +188,7 @@ func (p *Plane) Start(ctx context.Context) error {
 		return err
 	}
 	fromSnapshot := p.loadSnapshot(ctx, last)
-	p.done.Go(func() { p.log.KeepReading(p.ctx, p.views) })
+	p.done.Go(func() { p.log.KeepReading(p.ctx, p.log.TracedReader(p.ctx, PlaneName, p.views)) })
 	p.done.Go(func() { p.log.KeepReadingServices(p.ctx, p.breakers) })
 	p.done.Go(func() { p.log.KeepReadingTypes(p.ctx, p.objectives, objectiveTypes...) })
 	if err := p.views.WaitFor(ctx, last); err != nil {

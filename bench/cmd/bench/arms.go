@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,9 +145,22 @@ func runDevAllow(o opts) (Result, error)   { return runDev(o, true, twoCalls) }
 func runDevDefault(o opts) (Result, error) { return runDev(o, false, twoCalls) }
 func runDevOneCall(o opts) (Result, error) { return runDev(o, true, oneCall) }
 
+// runDevTraced is arm (b2): (b) with traces on, every span batched over
+// OTLP/HTTP to a receiver in this process that reads and drops them, so
+// that the CPU per action counts the spans, the context on each event and
+// the export, and not a collector's work.
+func runDevTraced(o opts) (Result, error) {
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer sink.Close()
+	return runDev(o, true, twoCalls, "--trace-endpoint", sink.URL)
+}
+
 // runDev is arms (b), (b1) and (c): `steward dev` in this process, driven
 // over Connect on loopback.
-func runDev(o opts, allow bool, act act) (Result, error) {
+func runDev(o opts, allow bool, act act, more ...string) (Result, error) {
 	dir, tools, policy, err := armDir("bench-dev-", allow)
 	if err != nil {
 		return Result{}, err
@@ -158,6 +172,7 @@ func runDev(o opts, allow bool, act act) (Result, error) {
 	if policy != "" {
 		flags = append(flags, "--policy-dir", policy)
 	}
+	flags = append(flags, more...)
 	m := app.NewServer(io.Discard, os.Stderr)
 	if err := m.ParseFlags("dev", flags); err != nil {
 		return Result{}, err

@@ -70,6 +70,8 @@ var arms = []arm{
 		"JetStream file store (as (a)): page cache, fsync every 2 min", runDevAllow},
 	{"dev-allow-1rt", "(b1) as (b), one round trip: ProposeAction with wait",
 		"JetStream file store (as (a)): page cache, fsync every 2 min", runDevOneCall},
+	{"dev-allow-traced", "(b2) as (b), traces on: every span sent over OTLP/HTTP to a receiver that drops them",
+		"JetStream file store (as (a)): page cache, fsync every 2 min", runDevTraced},
 	{"dev-default", "(c) Steward dev, default policy bundle",
 		"JetStream file store (as (a)): page cache, fsync every 2 min", runDevDefault},
 	{"services", "(d) Steward services mode: 4 planes over TCP NATS",
@@ -95,7 +97,7 @@ func main() {
 	pgURL := flag.String("pg", "", "PostgreSQL URL (child arms)")
 	pgPID := flag.Int("pgpid", 0, "postmaster pid (child arms)")
 	cpuProfile := flag.String("cpuprofile", "", "with -arm: write the arm's CPU profile to this file")
-	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-allow-1rt,dev-default,services,services-r3,services-procs,services-gateway,dbos-wf1,dbos-step10)")
+	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-allow-1rt,dev-allow-traced,dev-default,services,services-r3,services-procs,services-gateway,dbos-wf1,dbos-step10)")
 	outDir := flag.String("out", ".", "directory for results.md and results.png")
 	doc := flag.String("doc", "../docs/performance.md", "Markdown file whose marked block to rewrite; empty for none")
 	base := flag.String("base", "", "a git `REV` to compare with: its arms run beside this build's, round by round, and a comparison is printed instead of writing the reports (default arms: all but DBOS's and those that run each process apart: services-r3, services-procs, services-gateway)")

@@ -17,6 +17,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/stores"
+	"github.com/steward-run/steward/pkg/tracing"
 
 	"connectrpc.com/connect"
 	"github.com/nats-io/nats.go"
@@ -111,11 +112,13 @@ type Server struct {
 	Archive ArchiveFlags
 	// Quotas bound what one principal and one tenant hold (control).
 	Quotas QuotaFlags
+	Traces TraceFlags // where spans go (docs/tracing.md)
 	// TLSCert and TLSKey serve the API over TLS.
 	TLSCert, TLSKey string
 
 	stdout, stderr io.Writer
 	logger         *slog.Logger
+	tracing        *tracing.Provider
 	// permitKeys are governance's keys, for the execution plane of a dev
 	// server (set when governance is built).
 	permitKeys []ed25519.PublicKey
@@ -178,7 +181,10 @@ func (m *Server) Run(ctx context.Context) error {
 	// its consumers and the only writer of its log, connected as its
 	// NATS's admin.
 	dev := m.Mode == "dev"
-	st, err := m.openStores(ctx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: dev, SoleWriter: dev, Writers: m.writers, Harden: dev, Plane: m.Plane})
+	if m.tracing, err = m.tracer(ctx); err != nil {
+		return err
+	}
+	st, err := m.openStores(ctx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: dev, SoleWriter: dev, Writers: m.writers, Harden: dev, Plane: m.Plane, Tracing: m.traceProvider()})
 	if err != nil {
 		return err
 	}
@@ -196,6 +202,7 @@ func (m *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	opts = m.traceCalls(opts)
 	var services []rpc.Service
 	for _, p := range m.planes {
 		if err := p.Start(planes); err != nil {

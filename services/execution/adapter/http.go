@@ -17,6 +17,7 @@ import (
 	"github.com/steward-run/steward/pkg/calltoken"
 	"github.com/steward-run/steward/pkg/egress"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/tracing"
 )
 
 const (
@@ -117,6 +118,7 @@ func (a *httpAdapter) Call(ctx context.Context, req Request) Result {
 	hreq.Header.Set(HeaderIdempotencyKey, req.OpKey)
 	hreq.Header.Set(HeaderActionID, req.ActionID)
 	hreq.Header.Set(HeaderTaskID, req.TaskID)
+	tracing.Header(ctx, hreq.Header) // W3C traceparent: the tool's spans join the action's trace
 	if err := a.sign(hreq, req); err != nil {
 		return transient("request not sent: sign it: %v", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+
+	"github.com/steward-run/steward/pkg/tracing"
 )
 
 // Status implements Adapter: GET {status_url}?op_key={op_key}, expecting
@@ -43,6 +45,7 @@ func (a *httpAdapter) Status(ctx context.Context, req Request) (StatusAnswer, er
 	hreq.Header.Set("Accept", "application/json")
 	hreq.Header.Set(HeaderActionID, req.ActionID)
 	hreq.Header.Set(HeaderTaskID, req.TaskID)
+	tracing.Header(ctx, hreq.Header)
 	if err := a.sign(hreq, req); err != nil {
 		return StatusAnswer{}, fmt.Errorf("adapter: status query: sign it: %w", err)
 	}

@@ -134,7 +134,7 @@ func (a *mcpAdapter) Call(ctx context.Context, req Request) Result {
 	rt.calling.Store(true)
 	res, err := session.CallTool(ctx, &mcp.CallToolParams{
 		Name: m.Tool, Arguments: canonical.Params,
-		Meta: mcp.Meta{MCPMetaOpKey: req.OpKey, MCPMetaActionID: req.ActionID, MCPMetaTaskID: req.TaskID},
+		Meta: mcpMeta(ctx, req),
 	})
 	switch {
 	case rt.overflow.Load():

@@ -98,6 +98,12 @@ type Event struct {
 	CorrelationId string `protobuf:"bytes,7,opt,name=correlation_id,json=correlationId,proto3" json:"correlation_id,omitempty"`
 	SchemaVersion uint32 `protobuf:"varint,8,opt,name=schema_version,json=schemaVersion,proto3" json:"schema_version,omitempty"`
 	PrevHash      []byte `protobuf:"bytes,9,opt,name=prev_hash,json=prevHash,proto3" json:"prev_hash,omitempty"`
+	// W3C trace context (traceparent, tracestate) of the span that wrote the
+	// event, when tracing is on (docs/tracing.md); empty otherwise. It rides
+	// on the envelope, not a message header, so that every reader of the log
+	// (a reaction, a fold, a replay, an archive) can continue the trace.
+	TraceParent string `protobuf:"bytes,10,opt,name=trace_parent,json=traceParent,proto3" json:"trace_parent,omitempty"`
+	TraceState  string `protobuf:"bytes,11,opt,name=trace_state,json=traceState,proto3" json:"trace_state,omitempty"`
 	// Types that are valid to be assigned to Payload:
 	//
 	//	*Event_TaskCreated
@@ -273,6 +279,20 @@ func (x *Event) GetPrevHash() []byte {
 		return x.PrevHash
 	}
 	return nil
+}
+
+func (x *Event) GetTraceParent() string {
+	if x != nil {
+		return x.TraceParent
+	}
+	return ""
+}
+
+func (x *Event) GetTraceState() string {
+	if x != nil {
+		return x.TraceState
+	}
+	return ""
 }
 
 func (x *Event) GetPayload() isEvent_Payload {
@@ -5723,7 +5743,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x18steward/v1/rollout.proto\x1a!steward/v1/execution_report.proto\x1a\x19steward/v1/fallback.proto\x1a\x1asteward/v1/objective.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x19steward/v1/schedule.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x9a.\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x18steward/v1/rollout.proto\x1a!steward/v1/execution_report.proto\x1a\x19steward/v1/fallback.proto\x1a\x1asteward/v1/objective.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x19steward/v1/schedule.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xde.\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -5733,7 +5753,11 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\fcausation_id\x18\x06 \x01(\tR\vcausationId\x12%\n" +
 	"\x0ecorrelation_id\x18\a \x01(\tR\rcorrelationId\x12%\n" +
 	"\x0eschema_version\x18\b \x01(\rR\rschemaVersion\x12\x1b\n" +
-	"\tprev_hash\x18\t \x01(\fR\bprevHash\x12<\n" +
+	"\tprev_hash\x18\t \x01(\fR\bprevHash\x12!\n" +
+	"\ftrace_parent\x18\n" +
+	" \x01(\tR\vtraceParent\x12\x1f\n" +
+	"\vtrace_state\x18\v \x01(\tR\n" +
+	"traceState\x12<\n" +
 	"\ftask_created\x18\x14 \x01(\v2\x17.steward.v1.TaskCreatedH\x00R\vtaskCreated\x12<\n" +
 	"\ftask_started\x18\x15 \x01(\v2\x17.steward.v1.TaskStartedH\x00R\vtaskStarted\x129\n" +
 	"\vtask_paused\x18\x16 \x01(\v2\x16.steward.v1.TaskPausedH\x00R\n" +

@@ -91,6 +91,21 @@ export declare type Event = Message<"steward.v1.Event"> & {
   prevHash: Uint8Array;
 
   /**
+   * W3C trace context (traceparent, tracestate) of the span that wrote the
+   * event, when tracing is on (docs/tracing.md); empty otherwise. It rides
+   * on the envelope, not a message header, so that every reader of the log
+   * (a reaction, a fold, a replay, an archive) can continue the trace.
+   *
+   * @generated from field: string trace_parent = 10;
+   */
+  traceParent: string;
+
+  /**
+   * @generated from field: string trace_state = 11;
+   */
+  traceState: string;
+
+  /**
    * @generated from oneof steward.v1.Event.payload
    */
   payload: {
