@@ -59,8 +59,12 @@ type Plane struct {
 	cfg      Config
 	// snap measures the snapshots of the views (viewsnap_plane.go).
 	snap snapshotStats
-	// looks counts the watchdog's looks at the tasks, for tests to wait on.
-	looks atomic.Uint64
+	// looks counts the watchdog's looks at the tasks, and evictions the
+	// evictor's, for tests to wait on.
+	looks     atomic.Uint64
+	evictions atomic.Uint64
+	// cold reads what the views no longer hold whole (evict.go).
+	cold ColdTasks
 
 	// ctx ends when the plane stops, and the projection with it.
 	ctx    context.Context
@@ -119,6 +123,14 @@ type Config struct {
 	Views            *ViewStore
 	SnapshotEvery    uint64
 	SnapshotInterval time.Duration
+	// EvictAfter is how long after its last event an ended task keeps
+	// its whole view in memory; then only its summary stays, and reads
+	// of the rest go to Cold (evict.go, docs/capacity.md).
+	// DefaultEvictAfter when 0; never when negative.
+	EvictAfter time.Duration
+	// Cold reads evicted tasks' histories, and receipts'; the log when
+	// nil.
+	Cold ColdTasks
 }
 
 // withDefaults returns c with its unset fields set to their defaults.
@@ -141,6 +153,9 @@ func (c Config) withDefaults() Config {
 	if c.SnapshotInterval <= 0 {
 		c.SnapshotInterval = DefaultSnapshotInterval
 	}
+	if c.EvictAfter == 0 {
+		c.EvictAfter = DefaultEvictAfter
+	}
 	return c
 }
 
@@ -159,6 +174,10 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	p := &Plane{
 		log: log, tasks: cfg.Tasks, logger: logger, views: NewProjection(logger), objectives: NewObjectives(logger), breakers: NewBreakers(), cfg: cfg.withDefaults(),
 		ctx: ctx, cancel: cancel, streams: streams, endStreams: endStreams,
+	}
+	p.cold = cfg.Cold
+	if p.cold == nil {
+		p.cold = logCold{log}
 	}
 	for _, o := range opts {
 		o(p)
@@ -186,6 +205,9 @@ func (p *Plane) Start(ctx context.Context) error {
 	}
 	p.logger.Info("views rebuilt from the log", "events", last, "from_snapshot", fromSnapshot, "took", time.Since(start).Round(time.Millisecond))
 	p.done.Go(func() { p.watchStalls(p.ctx) })
+	if p.cfg.EvictAfter > 0 {
+		p.done.Go(func() { p.keepEvicting(p.ctx) })
+	}
 	if p.cfg.Views != nil {
 		p.done.Go(func() { p.keepSnapshotting(p.ctx) })
 	}

@@ -57,6 +57,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	m.JWT.register(fs)
 	m.Stall.register(fs)
 	m.Snapshots.register(fs)
+	m.Evict.register(fs)
 	m.Quotas.register(fs)
 	fs.StringVar(&m.TLSCert, "tls-cert", "", "PEM `FILE` of the API's TLS certificate (chain), with --tls-key: serve HTTPS (HTTP/1.1 and HTTP/2) instead of cleartext")
 	fs.StringVar(&m.TLSKey, "tls-key", "", "PEM `FILE` of the private key of --tls-cert")
@@ -147,7 +148,7 @@ func (m *Server) checkFlags(mode string) error {
 			return fmt.Errorf("--nats-listen: port %q is not a number", port)
 		}
 	}
-	if err := cmp.Or(m.JWT.check(), m.Stall.check(), m.Snapshots.check(), m.Quotas.check()); err != nil {
+	if err := cmp.Or(m.JWT.check(), m.Stall.check(), m.Snapshots.check(), m.Evict.check(), m.Quotas.check()); err != nil {
 		return err
 	}
 	switch {

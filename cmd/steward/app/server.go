@@ -105,6 +105,8 @@ type Server struct {
 	Stall StallFlags // state: when the watchdog marks a task stalled
 	// Snapshots: how often the state plane snapshots its views.
 	Snapshots SnapshotFlags
+	// Evict: when the state plane evicts an ended task's whole view.
+	Evict EvictFlags
 	// Quotas bound what one principal and one tenant hold (control).
 	Quotas QuotaFlags
 	// TLSCert and TLSKey serve the API over TLS.
