@@ -12,7 +12,9 @@
 // start-up does not grow with the log, the plane starts from a snapshot
 // of its task views checked against the chain heads it claims, and folds
 // only the log after it (viewsnap*.go, docs/snapshots.md); a snapshot is
-// a cache of the fold, never a source of truth.
+// a cache of the fold, never a source of truth. An ended task keeps only
+// its summary in memory once Config.EvictAfter has passed, and a read of
+// the rest folds its history for that read (evict.go, docs/eviction.md).
 //
 // Reads are read-your-writes: GetTask first asks the log for the task's
 // last sequence and waits (briefly) until the projection has applied it.
