@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -115,48 +116,75 @@ func (p *Projection) applyCold(v *view, rec *stewardv1.EventRecord) {
 }
 
 // revive puts back the whole views of the evicted tasks that had an
-// event since, folded from cold.
-func (p *Plane) revive(ctx context.Context) {
+// event since, folded from cold no further than the projection has
+// applied of each: the log may already hold the task's next event, which
+// the fold then applies to the view as to any (else it would not link,
+// and the task would break). It reports whether any is left to revive (a
+// cold read failed).
+func (p *Plane) revive(ctx context.Context) (left bool) {
 	p.views.mu.RLock()
-	var ids []string
+	due := map[string]uint64{}
 	for id, v := range p.views.tasks {
 		if v.cold && len(v.pending) > 0 {
-			ids = append(ids, id)
+			due[id] = v.task.LastSequence
+			for _, rec := range v.pending {
+				due[id] = max(due[id], rec.Sequence)
+			}
 		}
 	}
 	p.views.mu.RUnlock()
-	for _, id := range ids {
-		thawed, err := p.thawed(ctx, id)
+	for id, through := range due {
+		thawed, err := p.thawedThrough(ctx, id, through)
+		if err == nil && !p.views.revived(id, thawed, through) {
+			err = errors.New("its history read cold ends before its stub")
+		}
 		if err != nil {
 			p.logger.Warn("could not revive an evicted task's view", "task", id, "err", err)
-			continue
+			left = true
 		}
-		p.views.revived(id, thawed)
 	}
+	return left
 }
 
 // revived replaces the stub of taskID by its view in thawed, folded from
-// cold, with what came since folded too.
-func (p *Projection) revived(taskID string, thawed *Projection) {
+// cold through sequence through, with what came since folded too; what
+// that fold refused is counted as the projection's. It reports false,
+// keeping the stub, for a view in thawed older than the stub: the view
+// never goes back.
+func (p *Projection) revived(taskID string, thawed *Projection, through uint64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	v, ok := p.tasks[taskID]
 	w := thawed.tasks[taskID]
-	if !ok || !v.cold || w == nil {
-		return
+	if !ok || !v.cold {
+		return true // revived already
+	}
+	if w == nil || w.task.LastSequence < v.task.LastSequence {
+		return false
+	}
+	if why := thawed.broken[taskID]; why != "" {
+		p.broken[taskID] = why
+		p.refused[taskID] += thawed.refused[taskID]
+		p.rejected += thawed.rejected
 	}
 	pending := v.pending
 	*v = *w // in place: the tenant's list, the tree and the objective hold v
 	for _, rec := range pending {
-		if rec.Sequence > v.task.LastSequence {
+		if rec.Sequence > through {
 			p.applyTo(v, rec)
 		}
 	}
+	return true
 }
 
 // thawed returns a projection of taskID alone, folded from its cold
 // history.
 func (p *Plane) thawed(ctx context.Context, taskID string) (*Projection, error) {
+	return p.thawedThrough(ctx, taskID, math.MaxUint64)
+}
+
+// thawedThrough is thawed, folded no further than sequence through.
+func (p *Plane) thawedThrough(ctx context.Context, taskID string, through uint64) (*Projection, error) {
 	recs, err := p.cold.Events(ctx, rpc.Caller(ctx).Tenant, taskID)
 	if err != nil {
 		return nil, err
@@ -166,6 +194,9 @@ func (p *Plane) thawed(ctx context.Context, taskID string) (*Projection, error) 
 	}
 	one := NewProjection(p.logger)
 	for _, rec := range recs {
+		if rec.Sequence > through {
+			break
+		}
 		_ = one.Apply(rec) // never fails; a refusal marks the task broken
 	}
 	return one, nil
@@ -187,17 +218,26 @@ func (p *Plane) read(ctx context.Context, taskID string, fn func(*Projection) er
 }
 
 // keepEvicting evicts the tasks ended EvictAfter ago, every
-// StallCheckEvery, and revives at once an evicted task that moves again.
+// StallCheckEvery, and revives at once an evicted task that moves again,
+// or at the next look if its cold read failed. It runs with eviction off
+// too: a snapshot may hold stubs, which an event must still revive.
 func (p *Plane) keepEvicting(ctx context.Context) {
 	tick := time.NewTicker(p.cfg.StallCheckEvery)
 	defer tick.Stop()
+	left := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-p.views.thaw:
-			p.revive(ctx)
+			left = p.revive(ctx)
 		case <-tick.C:
+			if left {
+				left = p.revive(ctx)
+			}
+			if p.cfg.EvictAfter <= 0 {
+				continue
+			}
 			if n := p.views.Evict(p.cfg.Now().Add(-p.cfg.EvictAfter)); n > 0 {
 				p.logger.Debug("evicted ended tasks from the views", "tasks", n)
 			}

@@ -207,9 +207,7 @@ func (p *Plane) Start(ctx context.Context) error {
 	}
 	p.logger.Info("views rebuilt from the log", "events", last, "from_snapshot", fromSnapshot, "took", time.Since(start).Round(time.Millisecond))
 	p.done.Go(func() { p.watchStalls(p.ctx) })
-	if p.cfg.EvictAfter > 0 {
-		p.done.Go(func() { p.keepEvicting(p.ctx) })
-	}
+	p.done.Go(func() { p.keepEvicting(p.ctx) })
 	if p.cfg.Views != nil {
 		p.done.Go(func() { p.keepSnapshotting(p.ctx) })
 	}
