@@ -115,6 +115,18 @@ func (p *Projection) applyCold(v *view, rec *stewardv1.EventRecord) {
 	}
 }
 
+// pendingSince marks the loaded stub v as moved if its entry says events
+// came for it that it could not fold (folded_through short of the
+// snapshot's covered sequence, entry): the replay starts after covered,
+// so they are not applied again, and only a revival folds them, through
+// covered (the mark is a record of that sequence alone). The caller
+// holds p.mu.
+func (p *Projection) pendingSince(v *view, e *stewardv1.TaskViewSnapshot, covered uint64) {
+	if e.FoldedThrough < covered {
+		p.applyCold(v, &stewardv1.EventRecord{Sequence: covered})
+	}
+}
+
 // revive puts back the whole views of the evicted tasks that had an
 // event since, folded from cold no further than the projection has
 // applied of each: the log may already hold the task's next event, which

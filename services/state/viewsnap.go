@@ -227,6 +227,7 @@ func (p *Projection) load(h *stewardv1.ViewsSnapshotHeader, entries []*stewardv1
 		v.recoveries = recoveriesOf(e)
 		if e.Evicted {
 			v.cold, v.at = true, nil
+			p.pendingSince(v, e, h.CoveredSequence)
 		}
 		p.tasks[e.TaskId] = v
 		p.order = append(p.order, e.TaskId)
