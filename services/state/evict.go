@@ -28,6 +28,11 @@ type ColdTasks interface {
 	Events(ctx context.Context, tenant, taskID string) ([]*stewardv1.EventRecord, error)
 }
 
+// maxColdReads bounds the cold histories a plane folds at once, each a
+// whole task's in memory: callers past it wait their turn, so reads of
+// evicted tasks cannot have the plane hold any number of histories.
+const maxColdReads = 4
+
 // logCold reads a cold task's history from the log.
 type logCold struct{ log *eventlog.Log }
 
@@ -197,6 +202,12 @@ func (p *Plane) thawed(ctx context.Context, taskID string) (*Projection, error) 
 
 // thawedThrough is thawed, folded no further than sequence through.
 func (p *Plane) thawedThrough(ctx context.Context, taskID string, through uint64) (*Projection, error) {
+	select {
+	case p.coldReads <- struct{}{}:
+		defer func() { <-p.coldReads }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	recs, err := p.cold.Events(ctx, rpc.Caller(ctx).Tenant, taskID)
 	if err != nil {
 		return nil, err

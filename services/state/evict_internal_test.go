@@ -42,7 +42,7 @@ func TestARevivedViewIsNotAheadOfTheFold(t *testing.T) {
 		t.Fatalf("%d evicted, want 1", n)
 	}
 	_ = views.Apply(recs[3]) // pending: the stub cannot fold it
-	p := &Plane{views: views, cold: coldRecords(recs), logger: slog.New(slog.DiscardHandler)}
+	p := &Plane{views: views, cold: coldRecords(recs), coldReads: make(chan struct{}, maxColdReads), logger: slog.New(slog.DiscardHandler)}
 	p.revive(context.Background())
 	_ = views.Apply(recs[4])
 	if views.Rejected() != 0 || views.broken["t"] != "" {
@@ -89,7 +89,7 @@ func TestASnapshotKeepsAStubsPendingEvent(t *testing.T) {
 	}
 	loaded := NewProjection(logger)
 	loaded.load(h, entries)
-	p := &Plane{views: loaded, cold: coldRecords(recs), logger: logger}
+	p := &Plane{views: loaded, cold: coldRecords(recs), coldReads: make(chan struct{}, maxColdReads), logger: logger}
 	p.revive(context.Background())
 	want := NewProjection(logger)
 	for _, r := range recs {

@@ -36,3 +36,6 @@ func (p *Plane) SnapshotBytes() uint64 { return p.snap.size.Load() }
 
 // Evictions returns how many times the evictor has looked at the tasks.
 func (p *Plane) Evictions() uint64 { return p.evictions.Load() }
+
+// MaxColdReads is how many cold reads the plane folds at once.
+const MaxColdReads = maxColdReads

@@ -65,8 +65,10 @@ type Plane struct {
 	// evictor's, for tests to wait on.
 	looks     atomic.Uint64
 	evictions atomic.Uint64
-	// cold reads what the views no longer hold whole (evict.go).
-	cold ColdTasks
+	// cold reads what the views no longer hold whole (evict.go),
+	// maxColdReads at a time (coldReads).
+	cold      ColdTasks
+	coldReads chan struct{}
 
 	// ctx ends when the plane stops, and the projection with it.
 	ctx    context.Context
@@ -177,7 +179,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 		log: log, tasks: cfg.Tasks, logger: logger, views: NewProjection(logger), objectives: NewObjectives(logger), breakers: NewBreakers(), cfg: cfg.withDefaults(),
 		ctx: ctx, cancel: cancel, streams: streams, endStreams: endStreams,
 	}
-	p.cold = cfg.Cold
+	p.cold, p.coldReads = cfg.Cold, make(chan struct{}, maxColdReads)
 	if p.cold == nil {
 		p.cold = logCold{log}
 	}
