@@ -52,7 +52,7 @@ func (s *queryService) GetResult(ctx context.Context, req *connect.Request[stewa
 	if err := s.plane.readable(ctx, rpc.Caller(ctx), taskID); err != nil {
 		return nil, err
 	}
-	got, err := s.plane.views.Action(taskID, actionID)
+	got, err := s.plane.viewAction(ctx, taskID, actionID)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,11 @@ func (s *queryService) GetArtifactContent(ctx context.Context, req *connect.Requ
 	if err := s.plane.readable(ctx, rpc.Caller(ctx), taskID); err != nil {
 		return err
 	}
-	a, err := s.plane.views.artifact(taskID, name, req.Msg.Version)
+	var a *stewardv1.Artifact
+	err := s.plane.read(ctx, taskID, func(views *Projection) (err error) {
+		a, err = views.artifact(taskID, name, req.Msg.Version)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -189,12 +193,9 @@ func (p *Projection) parties(taskID string) (parties, bool) {
 func (p *Projection) artifact(taskID, name string, version uint32) (*stewardv1.Artifact, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if why, ok := p.broken[taskID]; ok {
-		return nil, errs.New(errs.Corrupt, "task %s: %s; run VerifyTask", taskID, why)
-	}
-	v, ok := p.tasks[taskID]
-	if !ok {
-		return nil, errs.New(errs.NotFound, "task %s not found", taskID)
+	v, err := p.whole(taskID)
+	if err != nil {
+		return nil, err
 	}
 	var found *stewardv1.Artifact
 	for _, a := range v.task.Artifacts {

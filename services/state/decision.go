@@ -28,15 +28,20 @@ func (s *queryService) ListDecisions(ctx context.Context, req *connect.Request[s
 	if err := s.plane.readable(ctx, rpc.Caller(ctx), taskID); err != nil {
 		return nil, err
 	}
-	n, err := s.plane.views.decisionCount(taskID)
-	if err != nil {
-		return nil, err
-	}
-	after, err := rpc.DecodePageToken(decisionPages, req.Msg.PageToken, n)
-	if err != nil {
-		return nil, err
-	}
-	resp, next, err := s.plane.views.decisions(taskID, after, size)
+	var resp *stewardv1.ListDecisionsResponse
+	var next int
+	err = s.plane.read(ctx, taskID, func(views *Projection) error {
+		n, err := views.decisionCount(taskID)
+		if err != nil {
+			return err
+		}
+		after, err := rpc.DecodePageToken(decisionPages, req.Msg.PageToken, n)
+		if err != nil {
+			return err
+		}
+		resp, next, err = views.decisions(taskID, after, size)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +53,7 @@ func (s *queryService) ListDecisions(ctx context.Context, req *connect.Request[s
 func (p *Projection) decisionCount(taskID string) (int, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	v, err := p.lookup(taskID)
+	v, err := p.whole(taskID)
 	if err != nil {
 		return 0, err
 	}
@@ -61,7 +66,7 @@ func (p *Projection) decisionCount(taskID string) (int, error) {
 func (p *Projection) decisions(taskID string, after, size int) (*stewardv1.ListDecisionsResponse, int, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	v, err := p.lookup(taskID)
+	v, err := p.whole(taskID)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -53,6 +53,20 @@ func decisionHistory(t0 time.Time) (items []*stewardv1.ContextItem, decisions []
 	return items, decisions
 }
 
+// decisionPayloads is a task that attached decisionHistory's context
+// and recorded its decisions.
+func decisionPayloads(t0 time.Time) []event.Payload {
+	items, decisions := decisionHistory(t0)
+	payloads := []event.Payload{&stewardv1.TaskCreated{Contract: contract(1)}, &stewardv1.TaskStarted{}}
+	for _, c := range items {
+		payloads = append(payloads, &stewardv1.ContextAttached{Item: c})
+	}
+	for _, d := range decisions {
+		payloads = append(payloads, &stewardv1.DecisionRecorded{Decision: d})
+	}
+	return payloads
+}
+
 // TestDecisionsAreListedAndOnTheReceipt: ListDecisions pages a task's
 // decisions in order with the context each page cites, every field as
 // recorded; the receipt carries the trail, marks the model and prompt
@@ -62,14 +76,8 @@ func decisionHistory(t0 time.Time) (items []*stewardv1.ContextItem, decisions []
 func TestDecisionsAreListedAndOnTheReceipt(t *testing.T) {
 	env := stewardtest.NewEnv(t)
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	items, decisions := decisionHistory(t0)
-	payloads := []event.Payload{&stewardv1.TaskCreated{Contract: contract(1)}, &stewardv1.TaskStarted{}}
-	for _, c := range items {
-		payloads = append(payloads, &stewardv1.ContextAttached{Item: c})
-	}
-	for _, d := range decisions {
-		payloads = append(payloads, &stewardv1.DecisionRecorded{Decision: d})
-	}
+	_, decisions := decisionHistory(t0)
+	payloads := decisionPayloads(t0)
 	head := env.Append("dec", payloads...)
 	q, _ := serveState(t, env)
 	ctx := context.Background()

@@ -33,3 +33,9 @@ func (p *Plane) SnapshotCovered() uint64 { return p.snap.covered.Load() }
 
 // SnapshotBytes returns the size of the newest snapshot the plane wrote.
 func (p *Plane) SnapshotBytes() uint64 { return p.snap.size.Load() }
+
+// Evictions returns how many times the evictor has looked at the tasks.
+func (p *Plane) Evictions() uint64 { return p.evictions.Load() }
+
+// MaxColdReads is how many cold reads the plane folds at once.
+const MaxColdReads = maxColdReads

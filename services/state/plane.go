@@ -12,7 +12,9 @@
 // start-up does not grow with the log, the plane starts from a snapshot
 // of its task views checked against the chain heads it claims, and folds
 // only the log after it (viewsnap*.go, docs/snapshots.md); a snapshot is
-// a cache of the fold, never a source of truth.
+// a cache of the fold, never a source of truth. An ended task keeps only
+// its summary in memory once Config.EvictAfter has passed, and a read of
+// the rest folds its history for that read (evict.go, docs/eviction.md).
 //
 // Reads are read-your-writes: GetTask first asks the log for the task's
 // last sequence and waits (briefly) until the projection has applied it.
@@ -59,8 +61,14 @@ type Plane struct {
 	cfg      Config
 	// snap measures the snapshots of the views (viewsnap_plane.go).
 	snap snapshotStats
-	// looks counts the watchdog's looks at the tasks, for tests to wait on.
-	looks atomic.Uint64
+	// looks counts the watchdog's looks at the tasks, and evictions the
+	// evictor's, for tests to wait on.
+	looks     atomic.Uint64
+	evictions atomic.Uint64
+	// cold reads what the views no longer hold whole (evict.go),
+	// maxColdReads at a time (coldReads).
+	cold      ColdTasks
+	coldReads chan struct{}
 
 	// ctx ends when the plane stops, and the projection with it.
 	ctx    context.Context
@@ -126,6 +134,14 @@ type Config struct {
 	// Archive, when set, serves the tasks archived and gone from the log
 	// (ArchivedTasks; docs/archives.md).
 	Archive ArchivedTasks
+	// EvictAfter is how long after its last event an ended task keeps
+	// its whole view in memory; then only its summary stays, and reads
+	// of the rest go to Cold (evict.go, docs/capacity.md).
+	// DefaultEvictAfter when 0; never when negative.
+	EvictAfter time.Duration
+	// Cold reads evicted tasks' histories, and receipts'; the log when
+	// nil.
+	Cold ColdTasks
 }
 
 // withDefaults returns c with its unset fields set to their defaults.
@@ -151,6 +167,9 @@ func (c Config) withDefaults() Config {
 	if c.Build == "" {
 		c.Build = build()
 	}
+	if c.EvictAfter == 0 {
+		c.EvictAfter = DefaultEvictAfter
+	}
 	return c
 }
 
@@ -169,6 +188,10 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	p := &Plane{
 		log: log, tasks: cfg.Tasks, logger: logger, views: NewProjection(logger), objectives: NewObjectives(logger), breakers: NewBreakers(), cfg: cfg.withDefaults(),
 		ctx: ctx, cancel: cancel, streams: streams, endStreams: endStreams,
+	}
+	p.cold, p.coldReads = cfg.Cold, make(chan struct{}, maxColdReads)
+	if p.cold == nil {
+		p.cold = logCold{log}
 	}
 	for _, o := range opts {
 		o(p)
@@ -196,6 +219,7 @@ func (p *Plane) Start(ctx context.Context) error {
 	}
 	p.logger.Info("views rebuilt from the log", "events", last, "from_snapshot", fromSnapshot, "took", time.Since(start).Round(time.Millisecond))
 	p.done.Go(func() { p.watchStalls(p.ctx) })
+	p.done.Go(func() { p.keepEvicting(p.ctx) })
 	if p.cfg.Views != nil {
 		p.done.Go(func() { p.keepSnapshotting(p.ctx) })
 	}

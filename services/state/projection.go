@@ -52,6 +52,9 @@ type Projection struct {
 	byObjective map[string][]*view
 
 	watchers watchers
+	// thaw says an evicted task had an event: its view is to be folded
+	// whole again (evict.go).
+	thaw chan struct{}
 }
 
 // view is one task's view: the task folded in place, event by event (the
@@ -74,6 +77,11 @@ type view struct {
 	// spent is what the task spent itself, its reservations for
 	// sub-tasks and forks left out (noteSpend).
 	spent spend
+	// cold says the task was evicted: task is its stub, and its whole
+	// view is read from ColdTasks (evict.go); pending are its events
+	// since, folded when it is revived.
+	cold    bool
+	pending []*stewardv1.EventRecord
 }
 
 // index records the actions the last event added to the ledger.
@@ -90,7 +98,7 @@ func (v *view) index() {
 // NewProjection returns an empty projection.
 func NewProjection(logger *slog.Logger) *Projection {
 	return &Projection{logger: logger, tasks: map[string]*view{}, broken: map[string]string{}, refused: map[string]int{}, byTenant: map[string][]*view{},
-		children: map[string][]*view{}, byObjective: map[string][]*view{}}
+		children: map[string][]*view{}, byObjective: map[string][]*view{}, thaw: make(chan struct{}, 1)}
 }
 
 // Apply folds one record into its task's view. It never fails: an event the
@@ -105,23 +113,14 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 		return nil
 	}
 	v, ok := p.tasks[id]
-	if !ok {
+	switch {
+	case ok && v.cold:
+		p.applyCold(v, rec)
+	case ok:
+		p.applyTo(v, rec)
+	default:
 		v = &view{task: &stewardv1.Task{}, at: map[string]int{}}
-	}
-	actionID, before := v.statusBefore(rec.Event)
-	if err := task.Apply(v.task, rec.Event, rec.Sequence); err != nil {
-		p.rejected++
-		p.refused[id]++
-		if _, seen := p.broken[id]; !seen {
-			p.broken[id] = fmt.Sprintf("event %d (%s) was refused: %v", rec.Sequence, rec.Event.EventId, err)
-		}
-		p.logger.Error("event refused by the fold; view not updated", "task", id, "seq", rec.Sequence, "type", rec.Event.Type, "err", err)
-	} else {
-		v.index()
-		v.noteRecovery(rec.Event, actionID, before)
-		v.answered = v.answered || rec.Event.GetInputProvided() != nil
-		v.noteSpend(rec.Event)
-		if !ok {
+		if p.applyTo(v, rec) {
 			p.tasks[id] = v
 			p.order = append(p.order, id)
 			p.byTenant[v.task.Tenant] = append(p.byTenant[v.task.Tenant], v)
@@ -136,6 +135,27 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 // newerMark starts the reason a task's view is withheld when it holds an
 // event of a newer build: not corrupt, only not this build's to fold.
 const newerMark = "newer: "
+
+// applyTo folds rec into v, and reports whether the fold took it; the
+// caller holds p.mu.
+func (p *Projection) applyTo(v *view, rec *stewardv1.EventRecord) bool {
+	id := rec.Event.TaskId
+	actionID, before := v.statusBefore(rec.Event)
+	if err := task.Apply(v.task, rec.Event, rec.Sequence); err != nil {
+		p.rejected++
+		p.refused[id]++
+		if _, seen := p.broken[id]; !seen {
+			p.broken[id] = fmt.Sprintf("event %d (%s) was refused: %v", rec.Sequence, rec.Event.EventId, err)
+		}
+		p.logger.Error("event refused by the fold; view not updated", "task", id, "seq", rec.Sequence, "type", rec.Event.Type, "err", err)
+		return false
+	}
+	v.index()
+	v.noteRecovery(rec.Event, actionID, before)
+	v.answered = v.answered || rec.Event.GetInputProvided() != nil
+	v.noteSpend(rec.Event)
+	return true
+}
 
 // Skip notes an event that could not be decoded (the log has set it aside).
 func (p *Projection) Skip(seq uint64, err error) {
@@ -177,7 +197,7 @@ func (p *Projection) WaitFor(ctx context.Context, seq uint64) error {
 func (p *Projection) Get(taskID string) (*stewardv1.Task, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	v, err := p.lookup(taskID)
+	v, err := p.whole(taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +220,16 @@ func (p *Projection) lookup(taskID string) (*view, error) {
 	return v, nil
 }
 
+// whole returns the task's whole view, or why there is none: an evicted
+// task's is read cold (evicted); the caller holds p.mu.
+func (p *Projection) whole(taskID string) (*view, error) {
+	v, err := p.lookup(taskID)
+	if err == nil && v.cold {
+		return nil, evicted{taskID}
+	}
+	return v, err
+}
+
 // Has reports whether the projection holds a view of the task, broken or
 // not.
 func (p *Projection) Has(taskID string) bool {
@@ -217,7 +247,7 @@ func (p *Projection) Has(taskID string) bool {
 func (p *Projection) Action(taskID, actionID string) (*stewardv1.GetActionResponse, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	v, err := p.lookup(taskID)
+	v, err := p.whole(taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +329,7 @@ func (p *Projection) Len(tenant string) int {
 func (p *Projection) Size(taskID string) (int, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	v, err := p.lookup(taskID)
+	v, err := p.whole(taskID)
 	if err != nil {
 		return 0, err
 	}

@@ -62,20 +62,6 @@ func noView(taskID string) error {
 	return errs.New(errs.Corrupt, "task %s has events but no valid view; run VerifyTask", taskID)
 }
 
-// fresh returns the task's view once the projection has caught up with the
-// task's last event on the log.
-func (p *Plane) fresh(ctx context.Context, taskID string) (*stewardv1.Task, error) {
-	if err := p.caughtUp(ctx, taskID); err != nil {
-		return nil, err
-	}
-	t, err := p.views.Get(taskID)
-	if errs.Is(err, errs.NotFound) {
-		// The log has events but the fold made no task of them.
-		return nil, noView(taskID)
-	}
-	return t, err
-}
-
 // GetTask serves the task's view, read-your-writes, without the inline
 // results of a caller who may not read its content (hideContent); as
 // GetAction and ListTasks. A plan is shown with its next steps
@@ -88,18 +74,22 @@ func (s *queryService) GetTask(ctx context.Context, req *connect.Request[steward
 		return nil, err
 	}
 	// Weigh the task before copying it: one past the bound of an answer
-	// is refused before it is built.
-	size, err := s.plane.views.Size(req.Msg.TaskId)
+	// is refused before it is built. An evicted task is read cold once.
+	var t *stewardv1.Task
+	err := s.plane.read(ctx, req.Msg.TaskId, func(views *Projection) error {
+		size, err := views.Size(req.Msg.TaskId)
+		if err != nil {
+			return err
+		}
+		if size > rpc.MaxResponseBytes {
+			return errs.New(errs.TooLarge, "task %s weighs %d bytes, past the %d bytes of an answer: its summary is in ListTasks, its actions one by one in GetAction", req.Msg.TaskId, size, rpc.MaxResponseBytes)
+		}
+		t, err = views.Get(req.Msg.TaskId)
+		return err
+	})
 	if errs.Is(err, errs.NotFound) {
 		return nil, noView(req.Msg.TaskId)
 	}
-	if err != nil {
-		return nil, err
-	}
-	if size > rpc.MaxResponseBytes {
-		return nil, errs.New(errs.TooLarge, "task %s weighs %d bytes, past the %d bytes of an answer: its summary is in ListTasks, its actions one by one in GetAction", req.Msg.TaskId, size, rpc.MaxResponseBytes)
-	}
-	t, err := s.plane.fresh(ctx, req.Msg.TaskId)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +140,7 @@ func (p *Plane) action(ctx context.Context, taskID, actionID string, wait bool) 
 	} else if err := p.readAction(ctx, taskID, actionID); err != nil {
 		return nil, err
 	}
-	resp, err := p.views.Action(taskID, actionID)
+	resp, err := p.viewAction(ctx, taskID, actionID)
 	if err != nil {
 		return nil, err
 	}
@@ -172,8 +162,17 @@ func (p *Plane) readAction(ctx context.Context, taskID, actionID string) error {
 	if !p.views.Has(taskID) {
 		return noView(taskID)
 	}
-	_, err := p.views.Action(taskID, actionID)
+	_, err := p.viewAction(ctx, taskID, actionID)
 	return err
+}
+
+// viewAction is Projection.Action, read cold for an evicted task.
+func (p *Plane) viewAction(ctx context.Context, taskID, actionID string) (resp *stewardv1.GetActionResponse, err error) {
+	err = p.read(ctx, taskID, func(views *Projection) error {
+		resp, err = views.Action(taskID, actionID)
+		return err
+	})
+	return resp, err
 }
 
 // taskPages names ListTasks's page tokens, which no other list takes.

@@ -27,7 +27,7 @@ func (s *queryService) GetReceipt(ctx context.Context, req *connect.Request[stew
 	if err := checkTaskID(taskID); err != nil {
 		return nil, err
 	}
-	recs, err := s.plane.log.Read(ctx, taskID)
+	recs, err := s.plane.cold.Events(ctx, rpc.Caller(ctx).Tenant, taskID)
 	if err != nil {
 		return nil, err
 	}

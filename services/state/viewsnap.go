@@ -21,8 +21,11 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
-// ViewsFormat is the format of the snapshots this build writes and reads.
-const ViewsFormat = 1
+// ViewsFormat is the format of the snapshots this build writes. Format 2
+// has evicted tasks' stubs (TaskViewSnapshot.evicted); it reads format 1
+// too, which has none (a build that reads 1 alone refuses a 2 and folds
+// the log).
+const ViewsFormat = 2
 
 // snapshotBatch is how many tasks a snapshot copies under one hold of the
 // read lock: the fold waits for one batch at most, not for the snapshot.
@@ -95,6 +98,11 @@ func (p *Projection) entry(id string, v *view, applied uint64) *stewardv1.TaskVi
 		return e
 	}
 	e.Task = proto.CloneOf(v.task)
+	e.Evicted = v.cold
+	if len(v.pending) > 0 {
+		// Its events since are not in the stub: a start folds them again.
+		e.FoldedThrough = v.task.LastSequence
+	}
 	e.Answered = v.answered
 	e.SpentTokens, e.SpentCostMicros = v.spent.tokens, v.spent.cost
 	r := &v.recoveries
@@ -129,7 +137,7 @@ func ReadSnapshot(r io.Reader) (*stewardv1.ViewsSnapshotHeader, []*stewardv1.Tas
 	if err := protodelim.UnmarshalFrom(br, h); err != nil {
 		return nil, nil, fmt.Errorf("read the header: %w", err)
 	}
-	if h.FormatVersion != ViewsFormat {
+	if h.FormatVersion != ViewsFormat && h.FormatVersion != 1 {
 		return nil, nil, fmt.Errorf("format %d, this build reads %d", h.FormatVersion, ViewsFormat)
 	}
 	raw, err := readFramed(br)
@@ -217,6 +225,10 @@ func (p *Projection) load(h *stewardv1.ViewsSnapshotHeader, entries []*stewardv1
 		v := &view{task: e.Task, at: map[string]int{}, answered: e.Answered, spent: spend{e.SpentTokens, e.SpentCostMicros}}
 		v.index()
 		v.recoveries = recoveriesOf(e)
+		if e.Evicted {
+			v.cold, v.at = true, nil
+			p.pendingSince(v, e, h.CoveredSequence)
+		}
 		p.tasks[e.TaskId] = v
 		p.order = append(p.order, e.TaskId)
 		p.byTenant[v.task.Tenant] = append(p.byTenant[v.task.Tenant], v)

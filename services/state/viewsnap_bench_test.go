@@ -42,11 +42,17 @@ func generatedHistory(i int) []event.Payload {
 // straight through the appender (each task's events in order, many tasks
 // at once), and returns how many it appended.
 func generate(tb testing.TB, log *eventlog.Log, from, n int) int {
+	return generateWith(tb, log, "g", from, n, generatedHistory)
+}
+
+// generateWith is generate with history's histories, of tasks named
+// prefix and their number.
+func generateWith(tb testing.TB, log *eventlog.Log, prefix string, from, n int, history func(int) []event.Payload) int {
 	tb.Helper()
 	var tasks [][]event.Payload
 	total := 0
 	for i := from; total < n; i++ {
-		h := generatedHistory(i)
+		h := history(i)
 		tasks = append(tasks, h)
 		total += len(h)
 	}
@@ -56,7 +62,7 @@ func generate(tb testing.TB, log *eventlog.Log, from, n int) int {
 	for w := range writers {
 		wg.Go(func() {
 			for i := w; i < len(tasks); i += writers {
-				id, head := fmt.Sprint("g", from+i), eventlog.Head{}
+				id, head := fmt.Sprint(prefix, from+i), eventlog.Head{}
 				for _, p := range tasks[i] {
 					rec, err := log.Append(context.Background(), head, stewardtest.Event(tb, id, p))
 					if err != nil {
@@ -115,6 +121,9 @@ func newStartUpLog(tb testing.TB, n, tail int) startUpLog {
 	if err := p.Start(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
+	// As if the history were older than --evict-after: the ended tasks
+	// are in the snapshot as stubs, and the start is flat in the running.
+	p.Views().Evict(time.Now().Add(time.Hour))
 	written := time.Now()
 	if _, err := p.SaveSnapshot(context.Background()); err != nil {
 		tb.Fatal(err)

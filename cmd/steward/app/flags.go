@@ -57,6 +57,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	m.JWT.register(fs)
 	m.Stall.register(fs)
 	m.Snapshots.register(fs)
+	m.Evict.register(fs)
 	m.Quotas.register(fs)
 	m.Archive.register(fs)
 	m.Traces.register(fs)
@@ -150,7 +151,7 @@ func (m *Server) checkFlags(mode string) error {
 			return fmt.Errorf("--nats-listen: port %q is not a number", port)
 		}
 	}
-	if err := cmp.Or(m.JWT.check(), m.Stall.check(), m.Snapshots.check(), m.Quotas.check(), m.Rotation.check(m)); err != nil {
+	if err := cmp.Or(m.JWT.check(), m.Stall.check(), m.Snapshots.check(), m.Evict.check(), m.Quotas.check(), m.Rotation.check(m)); err != nil {
 		return err
 	}
 	switch {

@@ -110,6 +110,8 @@ type Server struct {
 	Snapshots SnapshotFlags
 	// Archive: where the state plane reads archived tasks.
 	Archive ArchiveFlags
+	// Evict: when the state plane evicts an ended task's whole view.
+	Evict EvictFlags
 	// Quotas bound what one principal and one tenant hold (control).
 	Quotas QuotaFlags
 	Traces TraceFlags // where spans go (docs/tracing.md)

@@ -1,8 +1,6 @@
 package app
 
 import (
-	"flag"
-	"io"
 	"strings"
 	"testing"
 
@@ -24,13 +22,7 @@ func TestStallFlags(t *testing.T) {
 		{[]string{"--redrive-after", "5s", "--stall-check-every", "5s"}, "not under --redrive-after"},
 	} {
 		var f StallFlags
-		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		f.register(fs)
-		if err := fs.Parse(c.args); err != nil {
-			t.Fatal(err)
-		}
-		err := f.check()
+		err := parseFlags(t, c.args, f.register, f.check)
 		switch {
 		case c.err == "" && err != nil:
 			t.Errorf("%v: %v", c.args, err)

@@ -108,7 +108,7 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 					return nil, fmt.Errorf("--notify: %w", err)
 				}
 			}
-			cfg, err := m.Snapshots.config(ctx, m, js, m.Stall.config(state.Config{Tasks: ps.Tasks, Results: results, Requests: requests, Policy: ps.Policy, Digest: sealer.Digest, Notify: m.notifier, Now: now}))
+			cfg, err := m.Snapshots.config(ctx, m, js, m.Evict.config(m.Stall.config(state.Config{Tasks: ps.Tasks, Results: results, Requests: requests, Policy: ps.Policy, Digest: sealer.Digest, Notify: m.notifier, Now: now})))
 			if err != nil {
 				return nil, err
 			}

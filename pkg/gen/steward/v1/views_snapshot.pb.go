@@ -132,8 +132,13 @@ type TaskViewSnapshot struct {
 	StallRecoveries   []*durationpb.Duration            `protobuf:"bytes,10,rep,name=stall_recoveries,json=stallRecoveries,proto3" json:"stall_recoveries,omitempty"`
 	UnknownSince      map[string]*timestamppb.Timestamp `protobuf:"bytes,11,rep,name=unknown_since,json=unknownSince,proto3" json:"unknown_since,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	StalledAt         *timestamppb.Timestamp            `protobuf:"bytes,12,opt,name=stalled_at,json=stalledAt,proto3" json:"stalled_at,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The task was evicted (format 2): it ended long enough ago that the
+	// plane keeps only its stub — its summary, with its decisions' flags
+	// alone — in task, and reads the rest from the log. Without the
+	// recoveries' open marks (unknown_since, stalled_at): it has ended.
+	Evicted       bool `protobuf:"varint,13,opt,name=evicted,proto3" json:"evicted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskViewSnapshot) Reset() {
@@ -250,6 +255,13 @@ func (x *TaskViewSnapshot) GetStalledAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *TaskViewSnapshot) GetEvicted() bool {
+	if x != nil {
+		return x.Evicted
+	}
+	return false
+}
+
 // ViewsSnapshotManifest names a snapshot's chunks in the STEWARD_STATE_VIEWS
 // bucket: keys v<covered>.<written_at in unix ns>.c<0…chunks-1>, whose bytes, in order, are the
 // snapshot (ViewsSnapshotHeader then its entries).
@@ -352,7 +364,7 @@ const file_steward_v1_views_snapshot_proto_rawDesc = "" +
 	"\x10covered_sequence\x18\x03 \x01(\x04R\x0fcoveredSequence\x129\n" +
 	"\n" +
 	"written_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\twrittenAt\x12\x18\n" +
-	"\askipped\x18\x05 \x01(\x04R\askipped\"\x92\x05\n" +
+	"\askipped\x18\x05 \x01(\x04R\askipped\"\xac\x05\n" +
 	"\x10TaskViewSnapshot\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12$\n" +
 	"\x04task\x18\x02 \x01(\v2\x10.steward.v1.TaskR\x04task\x12%\n" +
@@ -367,7 +379,8 @@ const file_steward_v1_views_snapshot_proto_rawDesc = "" +
 	" \x03(\v2\x19.google.protobuf.DurationR\x0fstallRecoveries\x12S\n" +
 	"\runknown_since\x18\v \x03(\v2..steward.v1.TaskViewSnapshot.UnknownSinceEntryR\funknownSince\x129\n" +
 	"\n" +
-	"stalled_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tstalledAt\x1a[\n" +
+	"stalled_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tstalledAt\x12\x18\n" +
+	"\aevicted\x18\r \x01(\bR\aevicted\x1a[\n" +
 	"\x11UnknownSinceEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
 	"\x05value\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05value:\x028\x01\"\xdd\x01\n" +

@@ -140,6 +140,16 @@ export declare type TaskViewSnapshot = Message<"steward.v1.TaskViewSnapshot"> & 
    * @generated from field: google.protobuf.Timestamp stalled_at = 12;
    */
   stalledAt?: Timestamp | undefined;
+
+  /**
+   * The task was evicted (format 2): it ended long enough ago that the
+   * plane keeps only its stub — its summary, with its decisions' flags
+   * alone — in task, and reads the rest from the log. Without the
+   * recoveries' open marks (unknown_since, stalled_at): it has ended.
+   *
+   * @generated from field: bool evicted = 13;
+   */
+  evicted: boolean;
 };
 
 /**
