@@ -1,0 +1,175 @@
+package backup_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/backup"
+	"github.com/steward-run/steward/pkg/embedded"
+)
+
+// server starts an embedded JetStream server and connects to it.
+func server(t *testing.T) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
+}
+
+func TestOrderTakesDerivedThenTruthThenTheRest(t *testing.T) {
+	got := backup.Order([]string{"EVENTS", "DEAD", "KV_REQ", "KV_VIEWS", "TIMERS"}, "EVENTS", "KV_VIEWS")
+	want := []string{"KV_VIEWS", "EVENTS", "DEAD", "KV_REQ", "TIMERS"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+}
+
+// TestRestoreBringsBackMessagesBucketsAndConsumers backs up a stream with
+// a durable consumer part way through it and a KV bucket, restores them
+// into another server, and finds the same messages at the same sequences,
+// the same keys, and the consumer where it was.
+func TestRestoreBringsBackMessagesBucketsAndConsumers(t *testing.T) {
+	ctx := context.Background()
+	nc, js := server(t)
+	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "EV", Subjects: []string{"ev.>"}, DenyDelete: true, DenyPurge: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Enough to need several chunks each way.
+	body := []byte(strings.Repeat("x", 4000))
+	for i := range 300 {
+		if _, err := js.Publish(ctx, fmt.Sprintf("ev.%d", i%7), append(body, byte(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "plane", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(120)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "REQ"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "k", []byte("stored request")); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := filepath.Join(t.TempDir(), "b")
+	m, err := backup.Take(ctx, nc, []string{"EV", "KV_REQ"}, dir, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Streams[0].Messages != 300 || m.Streams[0].LastSeq != 300 {
+		t.Fatalf("manifest says %d messages up to %d, want 300 up to 300", m.Streams[0].Messages, m.Streams[0].LastSeq)
+	}
+
+	nc2, js2 := server(t)
+	if _, err := backup.Restore(ctx, nc2, dir); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := js2.Stream(ctx, "EV")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := s2.GetMsg(ctx, 300)
+	if err != nil || string(msg.Data) != string(append(body, byte(299&0xff))) || msg.Subject != "ev.5" {
+		t.Fatalf("message 300 after the restore: %v %q", err, msg.Subject)
+	}
+	if !s2.CachedInfo().Config.DenyDelete {
+		t.Error("the restored stream lost its config: deletes allowed")
+	}
+	c2, err := s2.Consumer(ctx, "plane")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if floor := c2.CachedInfo().AckFloor.Stream; floor != 120 {
+		t.Fatalf("the restored consumer's ack floor is %d, want 120", floor)
+	}
+	kv2, err := js2.KeyValue(ctx, "REQ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := kv2.Get(ctx, "k"); err != nil || string(e.Value()) != "stored request" {
+		t.Fatalf("the bucket's key after the restore: %v", err)
+	}
+}
+
+// TestRestoreRefusesWithoutTouchingTheServer: a damaged file, or a server
+// that holds a stream of the backup already, is refused before any stream
+// is restored.
+func TestRestoreRefusesWithoutTouchingTheServer(t *testing.T) {
+	ctx := context.Background()
+	nc, js := server(t)
+	for _, name := range []string{"A", "B"} {
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name) + ".>"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.Publish(ctx, strings.ToLower(name)+".x", []byte("m")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "b")
+	m, err := backup.Take(ctx, nc, []string{"A", "B"}, dir, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backup.Take(ctx, nc, []string{"A"}, dir, "test"); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("a second backup into the same directory: %v, want refused", err)
+	}
+
+	// B exists on the target: A must not be restored either.
+	nc2, js2 := server(t)
+	if _, err := js2.CreateStream(ctx, jetstream.StreamConfig{Name: "B", Subjects: []string{"b.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backup.Restore(ctx, nc2, dir); err == nil || !strings.Contains(err.Error(), "exists already") {
+		t.Fatalf("restore over an existing stream: %v, want refused", err)
+	}
+	if _, err := js2.Stream(ctx, "A"); err == nil {
+		t.Fatal("a refused restore restored stream A")
+	}
+
+	// One byte changed in B's file: nothing is restored.
+	nc3, js3 := server(t)
+	path := filepath.Join(dir, m.Streams[1].File)
+	b, _ := os.ReadFile(path)
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backup.Restore(ctx, nc3, dir); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("restore of a damaged backup: %v, want refused", err)
+	}
+	if _, err := js3.Stream(ctx, "A"); err == nil {
+		t.Fatal("a refused restore restored stream A")
+	}
+}
