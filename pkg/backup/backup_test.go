@@ -173,3 +173,70 @@ func TestRestoreRefusesWithoutTouchingTheServer(t *testing.T) {
 		t.Fatal("a refused restore restored stream A")
 	}
 }
+
+// TestTheCutHoldsWhatEventsName runs a writer that stores a value in a
+// bucket and then publishes an event naming it, as the planes store a
+// request before its proposal, while Take takes the events first and the
+// bucket after (Order). Restored, every event's value is in the bucket;
+// the bucket holds values no event names yet, which shows the writer moved
+// between the two snapshots, where taking the bucket first would have left
+// events naming values the backup lacks.
+func TestTheCutHoldsWhatEventsName(t *testing.T) {
+	ctx := context.Background()
+	nc, js := server(t)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "EV", Subjects: []string{"ev.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "REQ"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	written := make(chan error, 1)
+	go func() {
+		var err error
+		for i := 0; wctx.Err() == nil && err == nil; i++ {
+			key := fmt.Sprintf("r%d", i)
+			if _, err = kv.Create(ctx, key, []byte(strings.Repeat("v", 2000))); err == nil {
+				_, err = js.Publish(ctx, "ev.proposed", []byte(key))
+			}
+		}
+		written <- err
+	}()
+	defer func() {
+		stop()
+		if err := <-written; err != nil {
+			t.Error(err)
+		}
+	}()
+	order := backup.Order([]string{"KV_REQ", "EV"}, "EV")
+	for try := range 20 {
+		dir := filepath.Join(t.TempDir(), fmt.Sprint(try))
+		m, err := backup.Take(ctx, nc, order, dir, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		events, keys := m.Streams[0].Messages, m.Streams[1].Messages
+		if events == 0 || keys <= events {
+			continue // the writer did not move between the snapshots
+		}
+		nc2, js2 := server(t)
+		if _, err := backup.Restore(ctx, nc2, dir); err != nil {
+			t.Fatal(err)
+		}
+		ev, _ := js2.Stream(ctx, "EV")
+		kv2, _ := js2.KeyValue(ctx, "REQ")
+		for seq := uint64(1); seq <= events; seq++ {
+			msg, err := ev.GetMsg(ctx, seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := kv2.Get(ctx, string(msg.Data)); err != nil {
+				t.Fatalf("event %d names %s, which the restored bucket lacks: %v", seq, msg.Data, err)
+			}
+		}
+		t.Logf("%d events, each naming a restored value; %d values in the bucket", events, keys)
+		return
+	}
+	t.Fatal("the writer never moved between the snapshots of the events and the bucket")
+}

@@ -105,8 +105,15 @@ func presentStreams(ctx context.Context, nc *nats.Conn) ([]string, error) {
 	if !slices.Contains(held, eventlog.DefaultStream) {
 		return nil, fmt.Errorf("the server holds no %s stream: is it Steward's NATS?", eventlog.DefaultStream)
 	}
-	ordered := backup.Order(natsperm.Streams(), eventlog.DefaultStream, "KV_"+natsperm.StateViewsBucket)
-	return slices.DeleteFunc(ordered, func(s string) bool { return !slices.Contains(held, s) }), nil
+	return slices.DeleteFunc(backupOrder(), func(s string) bool { return !slices.Contains(held, s) }), nil
+}
+
+// backupOrder is every stream Steward keeps, in the order a backup takes
+// them: the state plane's view snapshots (derived from the log, and
+// checked against it), the events, then every store written before the
+// events that name it (docs/backup.md).
+func backupOrder() []string {
+	return backup.Order(natsperm.Streams(), eventlog.DefaultStream, "KV_"+natsperm.StateViewsBucket)
 }
 
 func runRestore(args []string, stdout, stderr io.Writer) error {
