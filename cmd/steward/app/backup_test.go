@@ -1,9 +1,19 @@
 package app
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/embedded"
+	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/natsperm"
 )
 
@@ -24,4 +34,84 @@ func TestBackupOrderTakesTheEventsBeforeWhatTheyName(t *testing.T) {
 	if slices.Sort(all); !slices.Equal(all, slices.Sorted(slices.Values(got))) {
 		t.Errorf("backup order %v is not every stream Steward keeps, %v", got, all)
 	}
+}
+
+// TestBackupAndRestoreOverNATS runs both commands against NATS servers by
+// URL, as for a services deployment: what the events stream and a bucket
+// held comes back in a fresh server; a backup of a server without
+// Steward's events stream, and missing flags, are refused.
+func TestBackupAndRestoreOverNATS(t *testing.T) {
+	ctx := context.Background()
+	from, js := listeningServer(t)
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: eventlog.DefaultStream, Subjects: []string{"steward.task.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := js.Publish(ctx, fmt.Sprintf("steward.task.t%d.task.created", i), []byte("e")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "STEWARD_REQUESTS"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "h", []byte("request")); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "b")
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"backup", "--nats", from, "--out", dir}, &out, &errOut); code != 0 {
+		t.Fatalf("backup exited %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "STEWARD_EVENTS") || strings.Contains(out.String(), "STEWARD_RESULTS") {
+		t.Errorf("backup names what it took, and only what the server holds:\n%s", out.String())
+	}
+
+	to, js2 := listeningServer(t)
+	if code := Main([]string{"restore", "--from", dir, "--nats", to}, &out, &errOut); code != 0 {
+		t.Fatalf("restore exited %d: %s", code, errOut.String())
+	}
+	s, err := js2.Stream(ctx, eventlog.DefaultStream)
+	if err != nil || s.CachedInfo().State.Msgs != 10 {
+		t.Fatalf("the restored events stream: %v", err)
+	}
+	kv2, err := js2.KeyValue(ctx, "STEWARD_REQUESTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := kv2.Get(ctx, "h"); err != nil || string(e.Value()) != "request" {
+		t.Fatalf("the restored bucket: %v", err)
+	}
+
+	empty, _ := listeningServer(t)
+	errOut.Reset()
+	if code := Main([]string{"backup", "--nats", empty, "--out", filepath.Join(t.TempDir(), "c")}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "no STEWARD_EVENTS") {
+		t.Errorf("backup of a server without Steward's events: exit %d, %s", code, errOut.String())
+	}
+	for _, args := range [][]string{{"backup", "--nats", from}, {"restore", "--from", dir}, {"restore", "--from", dir, "--nats", to, "--data", dir}} {
+		if code := Main(args, &out, &errOut); code != 2 {
+			t.Errorf("steward %v exited %d, want 2", args, code)
+		}
+	}
+}
+
+// listeningServer starts a JetStream server that takes clients on a port,
+// and returns its URL and a client of it.
+func listeningServer(t *testing.T) (string, jetstream.JetStream) {
+	t.Helper()
+	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv.ClientURL(), js
 }
