@@ -13,27 +13,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/steward-run/steward/pkg/backup"
-	"github.com/steward-run/steward/pkg/embedded"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // server starts an embedded JetStream server and connects to it.
 func server(t *testing.T) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nc, js
+	bus := stewardtest.StartBus(t)
+	return bus.Conn, bus.JS
 }
 
 func TestOrderTakesDerivedThenTruthThenTheRest(t *testing.T) {

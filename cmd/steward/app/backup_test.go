@@ -9,12 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/steward-run/steward/pkg/embedded"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/natsperm"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // TestBackupOrderTakesTheEventsBeforeWhatTheyName pins the order of
@@ -42,7 +41,8 @@ func TestBackupOrderTakesTheEventsBeforeWhatTheyName(t *testing.T) {
 // Steward's events stream, and missing flags, are refused.
 func TestBackupAndRestoreOverNATS(t *testing.T) {
 	ctx := context.Background()
-	from, js := listeningServer(t)
+	bus := stewardtest.StartBus(t)
+	from, js := bus.Server.ClientURL(), bus.JS
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: eventlog.DefaultStream, Subjects: []string{"steward.task.>"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,8 @@ func TestBackupAndRestoreOverNATS(t *testing.T) {
 		t.Errorf("backup names what it took, and only what the server holds:\n%s", out.String())
 	}
 
-	to, js2 := listeningServer(t)
+	bus2 := stewardtest.StartBus(t)
+	to, js2 := bus2.Server.ClientURL(), bus2.JS
 	if code := Main([]string{"restore", "--from", dir, "--nats", to}, &out, &errOut); code != 0 {
 		t.Fatalf("restore exited %d: %s", code, errOut.String())
 	}
@@ -83,7 +84,7 @@ func TestBackupAndRestoreOverNATS(t *testing.T) {
 		t.Fatalf("the restored bucket: %v", err)
 	}
 
-	empty, _ := listeningServer(t)
+	empty := stewardtest.StartBus(t).Server.ClientURL()
 	errOut.Reset()
 	if code := Main([]string{"backup", "--nats", empty, "--out", filepath.Join(t.TempDir(), "c")}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "no STEWARD_EVENTS") {
 		t.Errorf("backup of a server without Steward's events: exit %d, %s", code, errOut.String())
@@ -93,25 +94,4 @@ func TestBackupAndRestoreOverNATS(t *testing.T) {
 			t.Errorf("steward %v exited %d, want 2", args, code)
 		}
 	}
-}
-
-// listeningServer starts a JetStream server that takes clients on a port,
-// and returns its URL and a client of it.
-func listeningServer(t *testing.T) (string, jetstream.JetStream) {
-	t.Helper()
-	srv, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return srv.ClientURL(), js
 }
