@@ -34,7 +34,9 @@ func TestBackupRestoreDrill(t *testing.T) {
 	dir := t.TempDir()
 	tools := writeFile(t, dir, "tools.json", drillToolsFile(tool.URL))
 	oldData, natsAddr := filepath.Join(dir, "old"), stewardtest.FreeAddr(t)
-	old := startBinary(t, oldData, "--tools", tools, "--nats-listen", natsAddr)
+	// The state plane writes a snapshot of its views every 20 events: the
+	// backup holds one, and the restored plane starts from it.
+	old := startBinary(t, oldData, "--tools", tools, "--nats-listen", natsAddr, "--snapshot-every", "20")
 	c := newClients(old.url)
 
 	var running []string
@@ -48,6 +50,9 @@ func TestBackupRestoreDrill(t *testing.T) {
 	held := propose(t, authed{clients: c}, heldTask, "held", "holdput", map[string]any{"item": "h"})
 	waitAction(t, c, heldTask, held.ActionId, stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED)
 
+	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
+		return scrape(t, old.url)["steward_views_snapshot_bytes"] > 0, "the state plane wrote no snapshot of its views"
+	})
 	// The backup is taken under load: tasks created and acted on the while.
 	load := startDrillLoad(t, c)
 	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
@@ -99,6 +104,9 @@ func TestBackupRestoreDrill(t *testing.T) {
 	}
 	running = append(running, tk.Contract.TaskId)
 
+	if load := scrape(t, fresh.url)["steward_views_snapshot_load_seconds"]; load <= 0 || strings.Contains(fresh.logged(), "snapshot refused") {
+		t.Errorf("the restored state plane did not start from the backup's view snapshot (load %gs):\n%s", load, fresh.logged())
+	}
 	tasks := checkRestoredTasks(t, c2, tool, running)
 	checkStoredRefs(t, tasks, "nats://"+freshNATS, embedded.SeedFile(filepath.Join(newData, embedded.UsersDir), embedded.AdminUser))
 }
