@@ -6,11 +6,14 @@
 // order they were taken, with each one's digest and state.
 //
 // The cut is consistent because of that order (Order): the events stream
-// is the truth, and every other store is taken after it, so that whatever
-// an event in the backup names (a stored request or result, a first use of
-// a request id, a timer or a dead letter set while the event was handled)
-// was written before the events were taken and is in the backup too. What
-// came later is held by no event in the backup and is harmless. The state
+// is the truth, and every other store is taken after it. What an event in
+// the backup names (a stored request or result, the first use of a request
+// id) was written before the event, so it is in the backup too; what a
+// plane wrote while handling an event (a timer, a dead letter) is in the
+// backup if the event was acknowledged when the events were taken, and
+// otherwise the event is still pending in the backup's consumers and is
+// handled again after a restore. What came later is named by no event in
+// the backup and is harmless. The state
 // plane's view snapshots are derived from the log and checked against it,
 // so they are taken first: each then claims only chain heads the backup
 // holds. Take and Restore are safe to call concurrently on different
