@@ -86,22 +86,7 @@ func TestBackupRestoreDrill(t *testing.T) {
 	c2 := newClients(fresh.url)
 
 	// The call in flight at the cut: unknown, asked, settled; sent once.
-	tk, a := waitActionWithin(t, c2, heldTask, held.ActionId, time.Minute, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
-	if a.SettledBy != statusQuerySettler || tool.Asks(a.OpKey) < 1 {
-		t.Errorf("the action in flight was settled by %q after %d status queries; want by the status query", a.SettledBy, tool.Asks(a.OpKey))
-	}
-	unknown := ""
-	for _, rec := range replayTask(t, c2, heldTask) {
-		if o := rec.Event.GetActionOutcomeRecorded(); o.GetActionId() == held.ActionId && o.GetOutcome().GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
-			unknown = o.GetOutcome().GetReason()
-		}
-	}
-	if !strings.Contains(unknown, "went silent") {
-		t.Errorf("the action in flight at the cut has no unknown outcome for its lost worker on the restored ledger (reason %q)", unknown)
-	}
-	if n := tool.CallsFor(a.OpKey); n != 1 {
-		t.Errorf("the tool got the call in flight at the cut %d times; want once, never re-sent", n)
-	}
+	tk := checkInFlightSettled(t, c2, tool, heldTask, held.ActionId)
 	running = append(running, tk.Contract.TaskId)
 
 	if load := scrape(t, fresh.url)["steward_views_snapshot_load_seconds"]; load <= 0 || strings.Contains(fresh.logged(), "snapshot refused") {
@@ -151,6 +136,30 @@ func checkStoredRefs(t *testing.T, tasks []*stewardv1.Task, natsURL, seed string
 		t.Error("no action of the restored tasks names a stored request or result: the drill checks no cut")
 	}
 	t.Logf("%d stored requests and results named by restored events, all restored", refs)
+}
+
+// checkInFlightSettled waits for the action whose call was at the tool at
+// the cut to be recorded unknown for its lost worker and settled by the
+// status query, having reached the tool once, and returns its task.
+func checkInFlightSettled(t *testing.T, c clients, tool *stewardtest.Tool, taskID, actionID string) *stewardv1.Task {
+	t.Helper()
+	tk, a := waitActionWithin(t, c, taskID, actionID, time.Minute, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	if a.SettledBy != statusQuerySettler || tool.Asks(a.OpKey) < 1 {
+		t.Errorf("the action in flight was settled by %q after %d status queries; want by the status query", a.SettledBy, tool.Asks(a.OpKey))
+	}
+	unknown := ""
+	for _, rec := range replayTask(t, c, taskID) {
+		if o := rec.Event.GetActionOutcomeRecorded(); o.GetActionId() == actionID && o.GetOutcome().GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
+			unknown = o.GetOutcome().GetReason()
+		}
+	}
+	if !strings.Contains(unknown, "went silent") {
+		t.Errorf("the action in flight at the cut has no unknown outcome for its lost worker on the restored ledger (reason %q)", unknown)
+	}
+	if n := tool.CallsFor(a.OpKey); n != 1 {
+		t.Errorf("the tool got the call in flight at the cut %d times; want once, never re-sent", n)
+	}
+	return tk
 }
 
 // checkRestoredTasks checks every task the restored Steward holds: its
