@@ -32,7 +32,8 @@ type restoreAnswer struct {
 // taken, into a server that holds none of them: it checks every file's
 // digest and that no stream exists before it restores any, so that a
 // refused restore leaves the server as it found it. Each restored stream
-// must then hold what the manifest says it held.
+// must then hold what the manifest says it held; a restore that fails
+// part way deletes the streams it restored (undo).
 func Restore(ctx context.Context, nc *nats.Conn, dir string) (Manifest, error) {
 	m, err := ReadManifest(dir)
 	if err != nil {
@@ -56,12 +57,29 @@ func Restore(ctx context.Context, nc *nats.Conn, dir string) (Manifest, error) {
 			return m, fmt.Errorf("look for stream %s: %w", s.Name, err)
 		}
 	}
-	for _, s := range m.Streams {
+	for i, s := range m.Streams {
 		if err := restore(ctx, nc, dir, s); err != nil {
-			return m, fmt.Errorf("restore %s: %w", s.Name, err)
+			err = fmt.Errorf("restore %s: %w", s.Name, err)
+			return m, errors.Join(err, undo(js, m.Streams[:i+1]))
 		}
 	}
 	return m, nil
+}
+
+// undo deletes the streams a failed restore restored, the failing one
+// included (it may be there, whole or not): none existed before it began,
+// so the server is left as it was found and the restore can be run again.
+// It uses a context of its own, as the restore's may be what ended it.
+func undo(js jetstream.JetStream, streams []Stream) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var failed []error
+	for _, s := range streams {
+		if err := js.DeleteStream(ctx, s.Name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			failed = append(failed, fmt.Errorf("stream %s is left restored (delete it before restoring again): %w", s.Name, err))
+		}
+	}
+	return errors.Join(failed...)
 }
 
 // checkFile checks that s's file is whole: its size and digest.
