@@ -115,20 +115,7 @@ func TestRestoreBringsBackMessagesBucketsAndConsumers(t *testing.T) {
 // is restored.
 func TestRestoreRefusesWithoutTouchingTheServer(t *testing.T) {
 	ctx := context.Background()
-	nc, js := server(t)
-	for _, name := range []string{"A", "B"} {
-		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name) + ".>"}}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := js.Publish(ctx, strings.ToLower(name)+".x", []byte("m")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := filepath.Join(t.TempDir(), "b")
-	m, err := backup.Take(ctx, nc, []string{"A", "B"}, dir, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, dir, m := twoStreamBackup(t)
 	if _, err := backup.Take(ctx, nc, []string{"A"}, dir, "test"); err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Fatalf("a second backup into the same directory: %v, want refused", err)
 	}
@@ -226,4 +213,26 @@ func TestTheCutHoldsWhatEventsName(t *testing.T) {
 		return
 	}
 	t.Fatal("the writer never moved between the snapshots of the events and the bucket")
+}
+
+// twoStreamBackup backs up streams A and B, one message each, into a new
+// directory.
+func twoStreamBackup(t *testing.T) (*nats.Conn, string, backup.Manifest) {
+	t.Helper()
+	ctx := context.Background()
+	nc, js := server(t)
+	for _, name := range []string{"A", "B"} {
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name) + ".>"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.Publish(ctx, strings.ToLower(name)+".x", []byte("m")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "b")
+	m, err := backup.Take(ctx, nc, []string{"A", "B"}, dir, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, dir, m
 }

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/steward-run/steward/pkg/backup"
 )
 
@@ -20,20 +18,7 @@ import (
 // rather than refused for ever with "exists already".
 func TestRestoreThatFailsPartWayLeavesNoStream(t *testing.T) {
 	ctx := context.Background()
-	nc, js := server(t)
-	for _, name := range []string{"A", "B"} {
-		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name) + ".>"}}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := js.Publish(ctx, strings.ToLower(name)+".x", []byte("m")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := filepath.Join(t.TempDir(), "b")
-	m, err := backup.Take(ctx, nc, []string{"A", "B"}, dir, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, dir, m := twoStreamBackup(t)
 	writeManifest := func(m backup.Manifest) {
 		t.Helper()
 		b, err := json.Marshal(m)
