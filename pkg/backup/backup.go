@@ -61,6 +61,9 @@ type Stream struct {
 	// Messages and LastSeq are State's, read out for people and checks.
 	Messages uint64 `json:"messages"`
 	LastSeq  uint64 `json:"last_seq"`
+	// NoConsumers says the stream was taken without its consumers (see
+	// Take): its readers start afresh after a restore.
+	NoConsumers bool `json:"no_consumers,omitempty"`
 }
 
 // Order returns streams in the order a backup takes them: first derived

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -41,14 +42,19 @@ type streamState struct {
 // Take snapshots each of streams, in that order (see Order), into dir,
 // which must not exist or be empty, and writes the manifest last. Each
 // stream's consumers go with it, so that each plane's durable consumer
-// takes up where it was at the cut. build names the steward taking it.
-func Take(ctx context.Context, nc *nats.Conn, streams []string, dir, build string) (Manifest, error) {
+// takes up where it was at the cut, except for the streams named in bare:
+// those are taken without their consumers, for streams taken after the
+// truth whose consumers may have moved past the cut (the timers: one fired
+// and handled after the events were taken would be restored as handled,
+// what its handler appended lost with the cut), and whose readers start
+// afresh from all the stream keeps. build names the steward taking it.
+func Take(ctx context.Context, nc *nats.Conn, streams []string, dir, build string, bare ...string) (Manifest, error) {
 	m := Manifest{Format: FormatVersion, TakenAt: time.Now().UTC(), Build: build}
 	if err := emptyDir(dir); err != nil {
 		return m, err
 	}
 	for i, name := range streams {
-		s, err := snapshot(ctx, nc, name, dir, fmt.Sprintf("%02d-%s.tar.s2", i+1, name))
+		s, err := snapshot(ctx, nc, name, dir, fmt.Sprintf("%02d-%s.tar.s2", i+1, name), slices.Contains(bare, name))
 		if err != nil {
 			return m, fmt.Errorf("snapshot %s: %w", name, err)
 		}
@@ -75,8 +81,8 @@ func emptyDir(dir string) error {
 // snapshot streams one stream's snapshot into dir/file: the server sends
 // chunks to an inbox, each with a subject to acknowledge it on (its flow
 // control), and ends with an empty message whose status says how it went.
-func snapshot(ctx context.Context, nc *nats.Conn, name, dir, file string) (Stream, error) {
-	s := Stream{Name: name, File: file}
+func snapshot(ctx context.Context, nc *nats.Conn, name, dir, file string, bare bool) (Stream, error) {
+	s := Stream{Name: name, File: file, NoConsumers: bare}
 	inbox := nc.NewInbox()
 	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
@@ -86,7 +92,7 @@ func snapshot(ctx context.Context, nc *nats.Conn, name, dir, file string) (Strea
 	if err := sub.SetPendingLimits(-1, -1); err != nil {
 		return s, err
 	}
-	req, _ := json.Marshal(map[string]any{"deliver_subject": inbox})
+	req, _ := json.Marshal(map[string]any{"deliver_subject": inbox, "no_consumers": bare})
 	var a snapshotAnswer
 	if err := call(ctx, nc, apiPrefix+"STREAM.SNAPSHOT."+name, req, &a); err != nil {
 		return s, err

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -51,6 +52,17 @@ func TestBackupAndRestoreOverNATS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A plane's consumer on the events and on its timers: the first goes
+	// with the backup, the second not (the timers start afresh).
+	timers := natsperm.TimerStreams()[0]
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: timers, Subjects: []string{"steward.timer.x.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, stream := range []string{eventlog.DefaultStream, timers} {
+		if _, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: "plane", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "STEWARD_REQUESTS"})
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +87,12 @@ func TestBackupAndRestoreOverNATS(t *testing.T) {
 	s, err := js2.Stream(ctx, eventlog.DefaultStream)
 	if err != nil || s.CachedInfo().State.Msgs != 10 {
 		t.Fatalf("the restored events stream: %v", err)
+	}
+	if _, err := js2.Consumer(ctx, eventlog.DefaultStream, "plane"); err != nil {
+		t.Errorf("the events' consumer after the restore: %v", err)
+	}
+	if _, err := js2.Consumer(ctx, timers, "plane"); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Errorf("the timers' consumer after the restore: %v, want none (the timers start afresh)", err)
 	}
 	kv2, err := js2.KeyValue(ctx, "STEWARD_REQUESTS")
 	if err != nil {
