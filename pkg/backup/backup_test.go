@@ -80,8 +80,16 @@ func TestRestoreBringsBackMessagesBucketsAndConsumers(t *testing.T) {
 	}
 
 	nc2, js2 := server(t)
-	if _, err := backup.Restore(ctx, nc2, dir); err != nil {
+	if cut, err := backup.ReadCut(ctx, js2); err != nil || cut != nil {
+		t.Fatalf("a server never restored into has cut %v (%v), want none", cut, err)
+	}
+	if _, err := backup.Restore(ctx, nc2, dir, "EV"); err != nil {
 		t.Fatal(err)
+	}
+	// The cut is the events' last message: what the execution plane
+	// reads to tell an action proposed before it.
+	if cut, err := backup.ReadCut(ctx, js2); err != nil || cut == nil || cut.Sequence != 300 || cut.Time.IsZero() {
+		t.Fatalf("the restore recorded cut %+v (%v), want sequence 300 and its time", cut, err)
 	}
 	s2, err := js2.Stream(ctx, "EV")
 	if err != nil {
@@ -125,7 +133,7 @@ func TestRestoreRefusesWithoutTouchingTheServer(t *testing.T) {
 	if _, err := js2.CreateStream(ctx, jetstream.StreamConfig{Name: "B", Subjects: []string{"b.>"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backup.Restore(ctx, nc2, dir); err == nil || !strings.Contains(err.Error(), "exists already") {
+	if _, err := backup.Restore(ctx, nc2, dir, ""); err == nil || !strings.Contains(err.Error(), "exists already") {
 		t.Fatalf("restore over an existing stream: %v, want refused", err)
 	}
 	if _, err := js2.Stream(ctx, "A"); err == nil {
@@ -140,7 +148,7 @@ func TestRestoreRefusesWithoutTouchingTheServer(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backup.Restore(ctx, nc3, dir); err == nil || !strings.Contains(err.Error(), "damaged") {
+	if _, err := backup.Restore(ctx, nc3, dir, ""); err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Fatalf("restore of a damaged backup: %v, want refused", err)
 	}
 	if _, err := js3.Stream(ctx, "A"); err == nil {
@@ -195,7 +203,7 @@ func TestTheCutHoldsWhatEventsName(t *testing.T) {
 			continue // the writer did not move between the snapshots
 		}
 		nc2, js2 := server(t)
-		if _, err := backup.Restore(ctx, nc2, dir); err != nil {
+		if _, err := backup.Restore(ctx, nc2, dir, ""); err != nil {
 			t.Fatal(err)
 		}
 		ev, _ := js2.Stream(ctx, "EV")

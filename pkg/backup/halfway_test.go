@@ -35,7 +35,7 @@ func TestRestoreThatFailsPartWayLeavesNoStream(t *testing.T) {
 	writeManifest(wrong)
 
 	nc2, js2 := server(t)
-	if _, err := backup.Restore(ctx, nc2, dir); err == nil || !strings.Contains(err.Error(), "restore B") {
+	if _, err := backup.Restore(ctx, nc2, dir, ""); err == nil || !strings.Contains(err.Error(), "restore B") {
 		t.Fatalf("restore of a stream that does not hold what the manifest says: %v, want refused", err)
 	}
 	for _, name := range []string{"A", "B"} {
@@ -44,7 +44,7 @@ func TestRestoreThatFailsPartWayLeavesNoStream(t *testing.T) {
 		}
 	}
 	writeManifest(m)
-	if _, err := backup.Restore(ctx, nc2, dir); err != nil {
+	if _, err := backup.Restore(ctx, nc2, dir, ""); err != nil {
 		t.Fatalf("the restore run again: %v", err)
 	}
 }

@@ -32,9 +32,11 @@ type restoreAnswer struct {
 // taken, into a server that holds none of them: it checks every file's
 // digest and that no stream exists before it restores any, so that a
 // refused restore leaves the server as it found it. Each restored stream
-// must then hold what the manifest says it held; a restore that fails
-// part way deletes the streams it restored (undo).
-func Restore(ctx context.Context, nc *nats.Conn, dir string) (Manifest, error) {
+// must then hold what the manifest says it held. With truth, the events
+// stream, the cut it ends at is recorded last (RecordCut): a Steward that
+// starts on the restored streams reads it. A restore that fails part way,
+// the cut's record included, deletes the streams it restored (undo).
+func Restore(ctx context.Context, nc *nats.Conn, dir, truth string) (Manifest, error) {
 	m, err := ReadManifest(dir)
 	if err != nil {
 		return m, err
@@ -62,6 +64,12 @@ func Restore(ctx context.Context, nc *nats.Conn, dir string) (Manifest, error) {
 			err = fmt.Errorf("restore %s: %w", s.Name, err)
 			return m, errors.Join(err, undo(js, m.Streams[:i+1]))
 		}
+	}
+	if truth == "" {
+		return m, nil
+	}
+	if _, err := RecordCut(ctx, js, truth); err != nil {
+		return m, errors.Join(err, undo(js, append(m.Streams, Stream{Name: "KV_" + CutBucket})))
 	}
 	return m, nil
 }

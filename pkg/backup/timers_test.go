@@ -63,7 +63,7 @@ func TestATimerHandledAfterTheCutFiresAgainAfterTheRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	nc2, js2 := server(t)
-	if _, err := backup.Restore(ctx, nc2, dir); err != nil {
+	if _, err := backup.Restore(ctx, nc2, dir, ""); err != nil {
 		t.Fatal(err)
 	}
 	restored, err := timer.Open(ctx, js2, timer.Config{SoleConsumer: true})

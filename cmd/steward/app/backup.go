@@ -43,9 +43,10 @@ of its streams, before any plane starts: --data restores into the data
 directory a steward dev will start on (put the keys back in it first);
 --nats into a NATS JetStream that steward serve planes will use. Nothing is
 restored if any stream exists or any file of the backup is damaged. The
-planes then go on from the cut: an action whose call went out before it and
-had no outcome in the backup is recorded unknown and settled by the tool's
-status query or a person, never sent again blind (docs/backup.md).
+cut is recorded (bucket STEWARD_RESTORE) for the planes, which go on from
+it: an action proposed before it with no outcome in the backup may have been
+sent after it, so it is recorded unknown and settled by the tool's status
+query or a person, never sent again blind (docs/backup.md).
 `
 
 // streamsFlags are the flags backup and restore share.
@@ -152,7 +153,7 @@ func runRestore(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer nc.Close()
-	m, err := backup.Restore(ctx, nc, f.dir)
+	m, err := backup.Restore(ctx, nc, f.dir, eventlog.DefaultStream)
 	if err != nil {
 		return err
 	}
