@@ -28,7 +28,10 @@ import (
 // keys put back, and a fresh binary started on it. Every task of the
 // backup verifies; every running one takes a new action and runs it; the
 // call in flight at the cut is recorded unknown and settled by the tool's
-// status query, and the tool never got it a second time.
+// status query, and the tool never got it a second time. A call the old
+// Steward made after the cut (held back by the tool's cap at the cut) is
+// recorded unknown by the restore's rule and settled the same way, never
+// sent again; an action proposed after the restore is sent once.
 func TestBackupRestoreDrill(t *testing.T) {
 	tool := stewardtest.StartTool(t).Always("/held", stewardtest.Answer{Work: true, Hold: stewardtest.HoldUntilRelease})
 	dir := t.TempDir()
@@ -49,6 +52,10 @@ func TestBackupRestoreDrill(t *testing.T) {
 	heldTask := drillTask(t, c, "drill-held")
 	held := propose(t, authed{clients: c}, heldTask, "held", "holdput", map[string]any{"item": "h"})
 	waitAction(t, c, heldTask, held.ActionId, stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED)
+	// holdput takes one call at once: the next one waits, permitted, for
+	// the held call's slot, and the old Steward sends it after the cut.
+	queued := propose(t, authed{clients: c}, heldTask, "queued", "holdput", map[string]any{"item": "q"})
+	waitAction(t, c, heldTask, queued.ActionId, stewardv1.ActionStatus_ACTION_STATUS_WAITING)
 
 	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
 		return scrape(t, old.url)["steward_views_snapshot_bytes"] > 0, "the state plane wrote no snapshot of its views"
@@ -72,7 +79,11 @@ func TestBackupRestoreDrill(t *testing.T) {
 	if !strings.Contains(out, "STEWARD_EVENTS") || !strings.Contains(out, "KV_STEWARD_REQUESTS") {
 		t.Fatalf("the backup does not name the events and the requests:\n%s", out)
 	}
-	old.kill() // the Steward is lost; its call at the tool with it
+	// After the cut the held call ends and the old Steward sends the
+	// queued one: nothing in the backup says so.
+	tool.Release()
+	waitAction(t, c, heldTask, queued.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	old.kill() // the Steward is lost, and what it did after the cut with it
 
 	newData := filepath.Join(dir, "new")
 	copyKeys(t, oldData, newData)
@@ -88,6 +99,9 @@ func TestBackupRestoreDrill(t *testing.T) {
 	// The call in flight at the cut: unknown, asked, settled; sent once.
 	tk := checkInFlightSettled(t, c2, tool, heldTask, held.ActionId)
 	running = append(running, tk.Contract.TaskId)
+	// The call made after the cut: unknown by the restore's rule,
+	// settled, never sent again.
+	checkSentAfterCutSettled(t, c2, tool, heldTask, queued.ActionId)
 
 	if load := scrape(t, fresh.url)["steward_views_snapshot_load_seconds"]; load <= 0 || strings.Contains(fresh.logged(), "snapshot refused") {
 		t.Errorf("the restored state plane did not start from the backup's view snapshot (load %gs):\n%s", load, fresh.logged())
@@ -162,6 +176,26 @@ func checkInFlightSettled(t *testing.T, c clients, tool *stewardtest.Tool, taskI
 	return tk
 }
 
+// checkSentAfterCutSettled waits for the action the old Steward sent after
+// the cut to be recorded unknown for the restore and settled by the
+// status query, having reached the tool once.
+func checkSentAfterCutSettled(t *testing.T, c clients, tool *stewardtest.Tool, taskID, actionID string) {
+	t.Helper()
+	_, a := waitActionWithin(t, c, taskID, actionID, time.Minute, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	unknown := ""
+	for _, rec := range replayTask(t, c, taskID) {
+		if o := rec.Event.GetActionOutcomeRecorded(); o.GetActionId() == actionID && o.GetOutcome().GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
+			unknown = o.GetOutcome().GetReason()
+		}
+	}
+	if !strings.Contains(unknown, "restored from a backup") || a.SettledBy != statusQuerySettler {
+		t.Errorf("the action sent after the cut: unknown %q, settled by %q; want unknown for the restore, settled by the status query", unknown, a.SettledBy)
+	}
+	if n := tool.CallsFor(a.OpKey); n != 1 {
+		t.Errorf("the tool got the call sent after the cut %d times; want once, never re-sent", n)
+	}
+}
+
 // checkRestoredTasks checks every task the restored Steward holds: its
 // chain verifies, no tool work was done twice for one key, and each
 // running one takes a new action and runs it. want must be among them.
@@ -196,6 +230,9 @@ func checkRestoredTasks(t *testing.T, c clients, tool *stewardtest.Tool, want []
 		id := tk.Contract.TaskId
 		a := propose(t, authed{clients: c}, id, "after-restore", "put", map[string]any{"item": "after"})
 		waitActionWithin(t, c, id, a.ActionId, time.Minute, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+		if n := tool.CallsFor(a.OpKey); n != 1 {
+			t.Errorf("action %s, proposed after the restore, reached the tool %d times; want once, at once", a.ActionId, n)
+		}
 		continued++
 	}
 	if continued < len(want) {
@@ -322,14 +359,14 @@ func copyKeys(t *testing.T, from, to string) {
 }
 
 // drillToolsFile is the drill's tools: put answers at once; holdput is
-// held at the tool, its work done, until the test ends. Both honour their
-// key and have a status query.
+// held at the tool, its work done, until the test releases it, and takes
+// one call at once. Both honour their key and have a status query.
 func drillToolsFile(url string) string {
 	const item = `{\"type\":\"object\",\"required\":[\"item\"],\"properties\":{\"item\":{\"type\":\"string\",\"minLength\":1}}}`
-	entry := func(name, path, timeout string) string {
+	entry := func(name, path, timeout, limits string) string {
 		return fmt.Sprintf(`{"name": %q, "version": "1.0.0", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "parametersSchema": "%s",
 		  "idempotency": {"honoursKey": true, "keyScope": "action", "onRepeat": "return_first"},
-		  "statusQuery": true, "timeout": %q, "http": {"url": %q, "statusUrl": %q}}`, name, item, timeout, url+path, url+"/status")
+		  "statusQuery": true, "timeout": %q, "http": {"url": %q, "statusUrl": %q}%s}`, name, item, timeout, url+path, url+"/status", limits)
 	}
-	return `{"tools": [` + entry("put", "/work", "5s") + ",\n" + entry("holdput", "/held", "120s") + `]}`
+	return `{"tools": [` + entry("put", "/work", "5s", "") + ",\n" + entry("holdput", "/held", "120s", `, "limits": {"maxConcurrent": 1}`) + `]}`
 }
