@@ -161,6 +161,12 @@ func runRestore(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%-26s %8d messages up to sequence %d restored\n", s.Name, s.Messages, s.LastSeq)
 	}
 	fmt.Fprintf(stdout, "restored the backup taken at %s; start the planes on it\n", m.TakenAt.Format("2006-01-02T15:04:05Z"))
+	if js, err := jetstream.New(nc); err == nil {
+		if cut, err := backup.ReadCut(ctx, js); err == nil && cut != nil {
+			fmt.Fprintf(stdout, "the cut is event %d (%s): an action proposed before it with no outcome is settled, not sent again blind\n",
+				cut.Sequence, cut.Time.Format("2006-01-02T15:04:05Z"))
+		}
+	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/steward-run/steward/pkg/backup"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/natsperm"
 	"github.com/steward-run/steward/pkg/stewardtest"
@@ -87,6 +88,9 @@ func TestBackupAndRestoreOverNATS(t *testing.T) {
 	s, err := js2.Stream(ctx, eventlog.DefaultStream)
 	if err != nil || s.CachedInfo().State.Msgs != 10 {
 		t.Fatalf("the restored events stream: %v", err)
+	}
+	if cut, err := backup.ReadCut(ctx, js2); err != nil || cut == nil || cut.Sequence != 10 || !strings.Contains(out.String(), "the cut is event 10") {
+		t.Errorf("the restore's cut: %+v %v, want event 10, said:\n%s", cut, err, out.String())
 	}
 	if _, err := js2.Consumer(ctx, eventlog.DefaultStream, "plane"); err != nil {
 		t.Errorf("the events' consumer after the restore: %v", err)
