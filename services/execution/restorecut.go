@@ -2,6 +2,7 @@ package execution
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -58,18 +59,20 @@ func (p *cuts) sentAfterCut(ctx context.Context, t *stewardv1.Task, a *stewardv1
 	if tool := entry.Tool.Contract; tool.GetEffectClass() == stewardv1.EffectClass_EFFECT_CLASS_READ && !isModel(tool) {
 		return "", nil
 	}
-	recs, err := p.log.ReadAfter(ctx, t.Contract.GetTaskId(), 0)
-	if err != nil {
-		return "", err
-	}
-	atCut := &stewardv1.Task{}
-	for _, r := range recs {
+	// The task as the cut left it: its events up to the cut, and no more
+	// read.
+	atCut, past := &stewardv1.Task{}, errors.New("past the cut")
+	err = p.log.EachAfter(ctx, t.Contract.GetTaskId(), 0, func(r *stewardv1.EventRecord) error {
 		if r.Sequence > cut.Sequence {
-			break
+			return past
 		}
 		if err := task.Apply(atCut, r.Event, r.Sequence); err != nil {
-			return "", errs.Wrap(errs.Corrupt, err, "task %s up to the restore's cut", t.Contract.GetTaskId())
+			return errs.Wrap(errs.Corrupt, err, "task %s up to the restore's cut", t.Contract.GetTaskId())
 		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, past) {
+		return "", err
 	}
 	was := task.FindAction(atCut, a.ActionId)
 	if was == nil || !proto.Equal(was.GetOutcome(), a.GetOutcome()) || was.GetSettledBy() != a.GetSettledBy() {
