@@ -539,17 +539,7 @@ func waitStarted(t *testing.T, c clients, taskID string) {
 // waitAction waits until the action reaches status want.
 func waitAction(t *testing.T, c clients, taskID, actionID string, want stewardv1.ActionStatus) (*stewardv1.Task, *stewardv1.Action) {
 	t.Helper()
-	var a *stewardv1.Action
-	tk := waitServed(t, c, taskID, 15*time.Second, func(tk *stewardv1.Task) (bool, string) {
-		a = nil
-		for _, x := range tk.Actions {
-			if x.ActionId == actionID {
-				a = x
-			}
-		}
-		return a != nil && a.Status == want, fmt.Sprintf("action %s did not reach %v:\n%s", actionID, want, describeActions(tk))
-	})
-	return tk, a
+	return waitActionWithin(t, c, taskID, actionID, 15*time.Second, want)
 }
 
 // waitProposal waits up to within for the action proposalID made to reach

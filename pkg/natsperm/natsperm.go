@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/backup"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/policystore"
@@ -240,7 +241,12 @@ func (g *grants) jetStreamAPI(plane string, ownTimers bool) {
 			"$JS.ACK."+s+".>")
 	}
 	g.pub("run its durable consumers and its followers', pull and acknowledge", consume...)
-
+	if plane == event.PlaneExecution {
+		// steward restore writes it, as an operator; the plane only reads.
+		cut := kvStream(backup.CutBucket)
+		g.pub("read the cut of the last restore, to tell an action the old Steward may have sent after it (docs/backup.md)",
+			"$JS.API.STREAM.INFO."+cut, "$JS.API.DIRECT.GET."+cut, "$JS.API.DIRECT.GET."+cut+".>", "$JS.API.STREAM.MSG.GET."+cut)
+	}
 }
 
 // deadLetterGrants are what plane may write on the dead-letter stream:

@@ -18,8 +18,11 @@ import (
 )
 
 // complete makes d's call and records how it went: its outcome, or the
-// wait before a retry.
+// wait before a retry; or, for a call not to be made, its unknown outcome.
 func (p *Plane) complete(ctx context.Context, d *inFlight) error {
+	if d.cut != "" {
+		return p.cuts.unknownAfterCut(ctx, d)
+	}
 	taskID, actionID, a, next, call, key, c := d.taskID, d.a.ActionId, d.a, d.attempt, d.call, d.key, d.c
 	holding := p.limits.holdSlot(ctx, call, actionID, next)
 	res := eligible(p.call(ctx, taskID, a, next, call), call.Tool, firstUse(a), p.now())

@@ -30,6 +30,9 @@ type inFlight struct {
 	call    *prepared
 	key     string // the breaker's
 	c       cause
+	// cut, when set, says why the call is not made: it may have been,
+	// before a restore (see sentAfterCut); the outcome is unknown.
+	cut string
 }
 
 // obstacle is what stands between an action and its call, recorded
@@ -80,6 +83,17 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 	// again; governance decides anew, credential and budget included.
 	if ok, err := p.revalidate(ctx, taskID, a, c); !ok || err != nil {
 		return nil, done, err
+	}
+	// After a restore: a call that may have gone out is recorded as
+	// dispatched, under the same claim, but not made (restorecut.go).
+	if why, err := p.cuts.sentAfterCut(ctx, t, a); err != nil {
+		return nil, done, err
+	} else if why != "" {
+		d, next, err := p.recordDispatch(ctx, t, a, nil, c, claims)
+		if d != nil {
+			d.cut = why
+		}
+		return d, next, err
 	}
 	call, instead, err := p.clear(ctx, t, a, c)
 	switch {
@@ -170,7 +184,10 @@ func (p *Plane) recordDispatch(ctx context.Context, t *stewardv1.Task, a *stewar
 	if claims && p.beforeClaim != nil {
 		p.beforeClaim()
 	}
-	next, key := a.Attempt+1, call.breaker
+	next, key := a.Attempt+1, ""
+	if call != nil { // nil for a dispatch whose call is not made (sentAfterCut)
+		key = call.breaker
+	}
 	d := &stewardv1.ActionDispatched{ActionId: a.ActionId, Attempt: next, Worker: p.cfg.Worker, PermitId: a.Permit.GetPermitId()}
 	// The id names the worker: a dispatch on the log is this worker's only
 	// if it is its own (a retried append), never another's.
@@ -188,7 +205,7 @@ func (p *Plane) recordDispatch(ctx context.Context, t *stewardv1.Task, a *stewar
 	if errs.Is(err, errs.FailedPrecondition) {
 		lost, err = "the task stopped or the action moved on: "+err.Error(), nil
 	}
-	if lost != "" || err != nil {
+	if (lost != "" || err != nil) && call != nil {
 		// No call goes out: give back what the breaker let through, or a
 		// half-open breaker would hold its probe for a call never made;
 		// and the tool's slot.

@@ -3,6 +3,7 @@ package execution
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -45,12 +46,18 @@ func (p *Plane) lostCall(ctx context.Context, taskID string, a *stewardv1.Action
 	if err != nil {
 		return err
 	}
-	o := &stewardv1.Outcome{
-		Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN,
-		Reason: reason, FinishedAt: timestamppb.New(p.now()), Attempt: a.Attempt, CostMicros: cost,
-	}
 	return p.recordIf(ctx, taskID, event.ID(a.ActionId, event.TypeActionOutcome, fmt.Sprint(a.Attempt), "lost"), c,
-		&stewardv1.ActionOutcomeRecorded{ActionId: a.ActionId, Outcome: o}, silent)
+		unknownOutcome(a, reason, cost, p.now()), silent)
+}
+
+// unknownOutcome is the outcome of a's dispatch, a call that may have
+// been made, as unknown for reason, the calls made so far charged at
+// cost. Reconciliation takes it up.
+func unknownOutcome(a *stewardv1.Action, reason string, cost int64, now time.Time) *stewardv1.ActionOutcomeRecorded {
+	return &stewardv1.ActionOutcomeRecorded{ActionId: a.ActionId, Outcome: &stewardv1.Outcome{
+		Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN,
+		Reason: reason, FinishedAt: timestamppb.New(now), Attempt: a.Attempt, CostMicros: cost,
+	}}
 }
 
 // refuse records that a claimed or waiting action will not be dispatched

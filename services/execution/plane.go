@@ -39,6 +39,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/backup"
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/egress"
 	"github.com/steward-run/steward/pkg/errs"
@@ -122,6 +123,11 @@ type Config struct {
 	// not verified again (credential.Recent), while every other check of
 	// PermitKeys stands.
 	SignedHere *credential.Recent
+	// RestoreCut is where the log a restore put back ends
+	// (backup.ReadCut), nil if it was never restored: an action proposed
+	// before it whose call may have been made after it is recorded
+	// unknown, never sent again blind (restorecut.go).
+	RestoreCut *backup.Cut
 	// Now is the clock; time.Now by default. Tests may stop it.
 	Now func() time.Time
 }
@@ -153,6 +159,9 @@ type Plane struct {
 	// and answers the timers of waiting actions (groups.go).
 	limits *limits
 	waits  *waits
+	// cuts keeps calls a restore may have left made from going out again
+	// (restorecut.go).
+	cuts *cuts
 	// calls are the calls going on apart from the reactions that
 	// dispatched them; Stop waits for them.
 	calls sync.WaitGroup
@@ -208,6 +217,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) (*P
 	p.waits = &waits{resuming: p, cfg: cfg, logger: p.logger, tasks: cfg.Tasks}
 	p.settlement = &settlement{recording: p, cfg: cfg, log: log, tasks: cfg.Tasks}
 	p.registration = &registration{cfg: cfg, log: log, logger: p.logger}
+	p.cuts = &cuts{recording: p, costing: p, cfg: cfg, log: log, logger: p.logger}
 	p.registration.reserve(cfg.ReservedTools...)
 	for _, o := range opts {
 		o(p)

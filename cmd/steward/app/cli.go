@@ -93,7 +93,7 @@ func (c *cli) root() *cobra.Command {
 	root.SetErr(c.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
 	root.AddCommand(c.tasksCommand(), c.approvalsCommand(), c.questionsCommand(), c.actionsCommand(), c.budgetCommand(), c.toolsCommand(), c.schedulesCommand(), c.rolloutsCommand(), c.policyCommand(), c.objectivesCommand(), c.a2aCommand(), c.canaryCommand(), c.loginCommand())
-	for _, name := range []string{"dev", "serve", "gateway", "nats-users", "nats-streams", "secret-key", "audit", "archive", "receipt", "dead-letters", "version"} {
+	for _, name := range []string{"dev", "serve", "gateway", "nats-users", "nats-streams", "secret-key", "audit", "archive", "receipt", "dead-letters", "version", "backup", "restore"} {
 		root.AddCommand(c.olderCommand(name))
 	}
 	root.CompletionOptions.HiddenDefaultCmd = false

@@ -24,6 +24,8 @@ var olderShort = map[string]string{
 	"receipt":      "print what happened to a task",
 	"dead-letters": "list or replay the events the planes set aside",
 	"version":      "print the version",
+	"backup":       "snapshot every stream and bucket at a consistent cut",
+	"restore":      "restore a backup before the planes start",
 }
 
 // completeIDs offers, for a positional argument named TASK, APPROVAL or

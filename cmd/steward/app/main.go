@@ -33,6 +33,9 @@ Usage:
   steward nats-streams --nats URL --replicas N
                  raise Steward's streams and buckets to N replicas in place, as a NATS
                  user allowed to update streams (docs/cluster.md)
+  steward backup --nats URL --out DIR | restore --from DIR (--data DIR | --nats URL)
+                 snapshot every stream and bucket at a consistent cut, or restore one
+                 into a Steward before its planes start (docs/backup.md)
   steward secret-key --out FILE
                  write the key for secret tool parameters that serve's control and
                  execution planes share (kept if FILE exists)
@@ -147,6 +150,10 @@ func runOlder(name string, args []string, stdout, stderr io.Writer) error {
 		return runDeadLetters(args, terminal.NewWriter(stdout), terminal.NewWriter(stderr))
 	case "version":
 		return runVersion(args, stdout, stderr)
+	case "backup":
+		return runBackup(args, stdout, stderr)
+	case "restore":
+		return runRestore(args, stdout, stderr)
 	}
 	return errUnknownCommand
 }

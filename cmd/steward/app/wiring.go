@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/backup"
 	"github.com/steward-run/steward/pkg/bucket"
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/egress"
@@ -222,6 +223,21 @@ func (m *Server) secretSealer() (*secret.Sealer, error) {
 	return m.sealer, nil
 }
 
+// workerName is --worker, or else a name of the host's. dev is one
+// process over its own data: a name that survives a restart lets it take
+// up what it held at once, not after the lease. Services run several
+// workers per host, so each process names itself.
+func (m *Server) workerName() string {
+	if m.Worker != "" {
+		return m.Worker
+	}
+	host, _ := os.Hostname()
+	if m.Mode == "serve" {
+		return fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	return "dev-" + host
+}
+
 func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log *eventlog.Log, tasks *taskstore.Store, tools *toolreg.Registry, requests, results *action.Store, timers *timer.Timers, now func() time.Time) (*execution.Plane, error) {
 	kv := bucket.Config{Name: ToolKVBucket, Description: "records written by the kv.append built-in tool", Replicas: m.Replicas, WriteOnce: true, Logger: m.logger}
 	if w, ok := m.writers[execution.PlaneName]; ok {
@@ -242,6 +258,10 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 	if err != nil {
 		return nil, err
 	}
+	cut, err := backup.ReadCut(ctx, js) // set by steward restore: docs/backup.md
+	if err != nil {
+		return nil, err
+	}
 	sandbox := m.Sandbox
 	if sandbox == "" {
 		sandbox = "sandbox"
@@ -253,18 +273,7 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 	if err != nil {
 		return nil, fmt.Errorf("--sandbox: %w", err)
 	}
-	worker := m.Worker
-	if worker == "" {
-		// dev is one process over its own data: a name that survives a
-		// restart lets it take up what it held at once, not after the
-		// lease. Services run several workers per host, so each process
-		// names itself.
-		host, _ := os.Hostname()
-		worker = "dev-" + host
-		if m.Mode == "serve" {
-			worker = fmt.Sprintf("%s-%d", host, os.Getpid())
-		}
-	}
+	worker := m.workerName()
 	keys, err := m.executionPermitKeys()
 	if err != nil {
 		return nil, err
@@ -288,6 +297,7 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 		ReservedTools: m.ReservedTools,
 		HTTPOptions:   httpOpts,
 		MCPOptions:    mcpOpts,
+		RestoreCut:    cut,
 		Now:           now,
 	})
 	if err != nil {
