@@ -84,7 +84,7 @@ func (p *Projection) Evict(cutoff time.Time) int {
 	p.mu.RLock()
 	var due []*view
 	for _, id := range p.order {
-		if v := p.tasks[id]; p.broken[id] == "" && v.evictable(cutoff) {
+		if v := p.tasks[id]; v != nil && p.broken[id] == "" && v.evictable(cutoff) {
 			due = append(due, v)
 		}
 	}
@@ -241,7 +241,8 @@ func (p *Plane) read(ctx context.Context, taskID string, fn func(*Projection) er
 }
 
 // keepEvicting evicts the tasks ended EvictAfter ago, every
-// StallCheckEvery, and revives at once an evicted task that moves again,
+// StallCheckEvery, drops those archived and purged (dropArchived), and
+// revives at once an evicted task that moves again,
 // or at the next look if its cold read failed. It runs with eviction off
 // too: a snapshot may hold stubs, which an event must still revive.
 func (p *Plane) keepEvicting(ctx context.Context) {
@@ -257,6 +258,9 @@ func (p *Plane) keepEvicting(ctx context.Context) {
 		case <-tick.C:
 			if left {
 				left = p.revive(ctx)
+			}
+			if n := p.dropArchived(ctx); n > 0 {
+				p.logger.Info("archived tasks left the views", "tasks", n)
 			}
 			if p.cfg.EvictAfter <= 0 {
 				continue
