@@ -76,8 +76,8 @@ func (p *Projection) ended(from, n int) (map[string]uint64, int) {
 // view in byTenant, an empty id in order), so that page tokens, which are
 // positions, and a snapshot being written, which copies by position, go
 // on where they were; the tree and an objective lose it (the archiver
-// takes a tree whole, and no open objective's task). It returns how many
-// it dropped.
+// takes a tree whole, and no open objective's task). A sub-task whose
+// parent stays in the views stays too. It returns how many it dropped.
 func (p *Projection) drop(ids []string, at map[string]uint64) int {
 	if len(ids) == 0 {
 		return 0
@@ -86,9 +86,19 @@ func (p *Projection) drop(ids []string, at map[string]uint64) int {
 	defer p.mu.Unlock()
 	gone := map[*view]bool{}
 	tenants := map[string]bool{}
+	asked := map[string]bool{}
+	for _, id := range ids {
+		asked[id] = true
+	}
 	for _, id := range ids {
 		v := p.tasks[id]
 		if v == nil || len(v.pending) > 0 || at != nil && v.task.LastSequence != at[id] {
+			continue
+		}
+		// A sub-task stays while its parent does: the parent's tree and
+		// spend read it. The archiver takes a tree whole, so this holds
+		// back only a sub-task whose parent a later look drops.
+		if parent := v.task.GetContract().GetParentTaskId(); parent != "" && p.tasks[parent] != nil && !asked[parent] {
 			continue
 		}
 		gone[v], tenants[v.task.Tenant] = true, true

@@ -93,6 +93,9 @@ func TestAnArchivedTaskLeavesTheViews(t *testing.T) {
 	env.Append("old", ended(1)...)
 	env.Append("live", &stewardv1.TaskCreated{Contract: contract(2)}, &stewardv1.TaskStarted{})
 	env.Append("kept", ended(3)...)
+	child := ended(4)
+	child[0].(*stewardv1.TaskCreated).Contract.ParentTaskId = "live"
+	env.Append("child", child...)
 	store, err := archive.NewDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -103,19 +106,28 @@ func TestAnArchivedTaskLeavesTheViews(t *testing.T) {
 	if _, err := p.SaveSnapshot(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := listed(t, client); got != "old live kept" {
+	if got := listed(t, client); got != "old live kept child" {
 		t.Fatalf("listed %q before archiving", got)
 	}
 
+	// child's purge is one the archiver never does (its parent is
+	// live): the views keep it for the parent's tree all the same.
+	archiveAndPurge(t, env, arch, "child")
 	archiveAndPurge(t, env, arch, "old")
 	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
 		return !p.Views().Has("old"), "the archived task is still in the views"
 	})
-	if got := listed(t, client); got != "live kept" {
-		t.Errorf("listed %q after archiving, want live kept", got)
+	looked := p.Evictions()
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) { return p.Evictions() > looked+1, "the evictor does not look" })
+	if got := listed(t, client); got != "live kept child" {
+		t.Errorf("listed %q after archiving, want live kept child", got)
 	}
-	if n := tasksOf(t, p.Collector(), "cancelled"); n != 1 {
-		t.Errorf("steward_tasks{status=cancelled} %v after archiving, want 1 (kept)", n)
+	if n := tasksOf(t, p.Collector(), "cancelled"); n != 2 {
+		t.Errorf("steward_tasks{status=cancelled} %v after archiving, want 2 (kept, child)", n)
+	}
+	tree, err := client.GetTaskTree(ctx, connect.NewRequest(&stewardv1.GetTaskTreeRequest{TaskId: "live"}))
+	if err != nil || len(tree.Msg.Root.GetChildren()) != 1 {
+		t.Errorf("the live parent's tree after its sub-task's purge: %v, %v", tree, err)
 	}
 	if got, err := client.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: "old"})); err != nil || got.Msg.Task.Status != stewardv1.TaskStatus_TASK_STATUS_CANCELLED {
 		t.Errorf("GetTask of the archived task: %v, %v", got, err)
@@ -130,8 +142,8 @@ func TestAnArchivedTaskLeavesTheViews(t *testing.T) {
 	if n := testutil.ToFloat64(metricOf(t, second.Collector(), "steward_views_snapshot_load_seconds")); n <= 0 {
 		t.Error("the snapshot holding an archived task was refused")
 	}
-	if got := listed(t, client2); got != "live kept" {
-		t.Errorf("a plane started from the snapshot lists %q, want live kept", got)
+	if got := listed(t, client2); got != "live kept child" {
+		t.Errorf("a plane started from the snapshot lists %q, want live kept child", got)
 	}
 	// Without it, the plane cannot tell a purge from a damaged log.
 	third := startPlane(t, env.Log, env.Logger, state.Config{Views: views})

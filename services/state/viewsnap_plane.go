@@ -136,7 +136,7 @@ func (p *Plane) readSnapshot(ctx context.Context, m *stewardv1.ViewsSnapshotMani
 // gone from the log and archived (archivedAway): purged since the
 // snapshot, they are to leave the views, not to refuse it.
 func (p *Plane) checkHeads(ctx context.Context, last uint64, h *stewardv1.ViewsSnapshotHeader, entries []*stewardv1.TaskViewSnapshot) ([]string, error) {
-	if last < h.CoveredSequence {
+	if last < h.CoveredSequence && !p.purgedSince(ctx, h.CoveredSequence) {
 		return nil, fmt.Errorf("it covers the log up to %d, the log ends at %d", h.CoveredSequence, last)
 	}
 	var g errgroup.Group
@@ -156,6 +156,18 @@ func (p *Plane) checkHeads(ctx context.Context, last uint64, h *stewardv1.ViewsS
 		})
 	}
 	return gone, g.Wait()
+}
+
+// purgedSince reports whether the log, whose last task event is short of
+// covered, did reach it and lost its newest task events to the archiver
+// since: with an archive only (no other way takes events away); the
+// sampled heads then tell whether what is gone was archived.
+func (p *Plane) purgedSince(ctx context.Context, covered uint64) bool {
+	if p.cfg.Archive == nil {
+		return false
+	}
+	reached, err := p.log.Reached(ctx)
+	return err == nil && reached >= covered
 }
 
 // checkHead checks one entry's chain head against the log.
