@@ -19,10 +19,10 @@ import (
 )
 
 // ArchivedTasks reads the tasks the log no longer holds, archived
-// (pkg/archive; docs/archives.md): the one way the state plane reaches
-// them, so that GetTask, GetReceipt and ReplayTask (steward audit verify
-// --task) answer for them as for a task on the log. *archive.Archive is
-// one.
+// (pkg/archive; docs/archives.md). The plane reaches it only through
+// fromArchive, behind the log: Plane.history for the fold of a view and a
+// receipt, eachArchived for ReplayTask and VerifyTask. *archive.Archive
+// is one.
 type ArchivedTasks interface {
 	// Events returns the task's events as they were stored on the log,
 	// in order, or fails with archive.ErrNotFound.
@@ -105,29 +105,6 @@ func (p *Plane) archivedGetTask(ctx context.Context, taskID string) (*stewardv1.
 		b.Task(a.task)
 	}
 	return &stewardv1.GetTaskResponse{Task: a.task}, nil
-}
-
-// archivedReceipt answers GetReceipt for a task only the archive holds.
-func (p *Plane) archivedReceipt(ctx context.Context, taskID string) (*stewardv1.GetReceiptResponse, error) {
-	who := rpc.Caller(ctx)
-	a, err := p.fromArchive(ctx, who, taskID)
-	if err != nil {
-		return nil, err
-	}
-	r, err := BuildReceipt(a.recs)
-	if err != nil {
-		return nil, err
-	}
-	if b := p.blindArchived(ctx, who, a); b != nil {
-		b.Receipt(r)
-	}
-	return &stewardv1.GetReceiptResponse{Receipt: r, Markdown: ReceiptMarkdown(r)}, nil
-}
-
-// archived reports whether err, a read of the log, may be answered from
-// the archive: the log holds nothing of the task and there is one.
-func (p *Plane) archived(err error) bool {
-	return p.cfg.Archive != nil && errs.Is(err, errs.NotFound)
 }
 
 // wrap is a handler's answer from one of the archive's.

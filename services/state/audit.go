@@ -33,11 +33,8 @@ func (s *auditService) eachStored(ctx context.Context, taskID string, fn func(ev
 	}); err != nil {
 		return err
 	}
-	if n == 0 && s.plane.cfg.Archive != nil {
-		return s.plane.eachArchived(ctx, taskID, fn)
-	}
 	if n == 0 {
-		return errs.New(errs.NotFound, "task %s not found", taskID)
+		return s.plane.eachArchived(ctx, taskID, fn)
 	}
 	return nil
 }
@@ -49,16 +46,11 @@ func (s *auditService) ReplayTask(ctx context.Context, req *connect.Request[stew
 	if err := checkTaskID(req.Msg.TaskId); err != nil {
 		return err
 	}
-	// An archived task's reader is checked as its events are read
-	// (eachArchived).
-	if err := s.plane.mayStream(ctx, rpc.Caller(ctx), req.Msg.TaskId); err != nil && !s.plane.archived(err) {
-		return err
-	}
 	// Every stored event goes out, verified or not: an auditor judges for
 	// themselves and must be able to export a broken history. After the
 	// first break, responses carry only the sequence and the bytes.
 	r := audit.NewReplayer(req.Msg.TaskId)
-	return s.eachStored(ctx, req.Msg.TaskId, func(raw eventlog.Raw) error {
+	send := func(raw eventlog.Raw) error {
 		resp := &stewardv1.ReplayTaskResponse{Record: &stewardv1.EventRecord{Sequence: raw.Sequence}, Data: raw.Data}
 		if step, err := r.Next(raw.Data, raw.Sequence); err == nil {
 			resp.Record.Event, resp.Task = step.Event, step.Task
@@ -69,7 +61,18 @@ func (s *auditService) ReplayTask(ctx context.Context, req *connect.Request[stew
 			resp.Task = nil
 		}
 		return stream.Send(resp)
-	})
+	}
+	err := s.plane.mayStream(ctx, rpc.Caller(ctx), req.Msg.TaskId)
+	switch {
+	case errs.Is(err, errs.NotFound):
+		// Not on the log when looked at: the archive's alone, its reader
+		// checked as its events are read (eachArchived). A task created
+		// on the log since is not streamed unchecked.
+		return s.plane.eachArchived(ctx, req.Msg.TaskId, send)
+	case err != nil:
+		return err
+	}
+	return s.eachStored(ctx, req.Msg.TaskId, send)
 }
 
 // errChainBroken ends a verification's read at the first break.

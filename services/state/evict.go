@@ -6,10 +6,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 )
 
@@ -17,13 +15,11 @@ import (
 // memory after its last event (Config.EvictAfter).
 const DefaultEvictAfter = time.Hour
 
-// ColdTasks reads the history of a task the views no longer hold whole
-// (an ended one, evicted after Config.EvictAfter), for the read that asks
-// for it. It is the one way to a task's events for such a read and for a
-// receipt: the log is the implementation now (logCold); the archive
-// (docs/snapshots.md, issue 36's retention) adds one for tasks the log no
-// longer holds. Events returns the task's records in order, none for a
-// task it does not know.
+// ColdTasks reads from the log the history of a task the views no longer
+// hold whole (an ended one, evicted after Config.EvictAfter), for the read
+// that asks for it; Plane.history, the one path for such reads, asks the
+// archive for a task it returns none of. Events returns the task's
+// records in order, none for a task it does not know.
 type ColdTasks interface {
 	Events(ctx context.Context, tenant, taskID string) ([]*stewardv1.EventRecord, error)
 }
@@ -84,7 +80,7 @@ func (p *Projection) Evict(cutoff time.Time) int {
 	p.mu.RLock()
 	var due []*view
 	for _, id := range p.order {
-		if v := p.tasks[id]; p.broken[id] == "" && v.evictable(cutoff) {
+		if v := p.tasks[id]; v != nil && p.broken[id] == "" && v.evictable(cutoff) {
 			due = append(due, v)
 		}
 	}
@@ -208,12 +204,9 @@ func (p *Plane) thawedThrough(ctx context.Context, taskID string, through uint64
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	recs, err := p.cold.Events(ctx, rpc.Caller(ctx).Tenant, taskID)
+	recs, _, err := p.history(ctx, taskID)
 	if err != nil {
 		return nil, err
-	}
-	if len(recs) == 0 {
-		return nil, errs.New(errs.NotFound, "task %s not found", taskID)
 	}
 	one := NewProjection(p.logger)
 	for _, rec := range recs {
@@ -241,7 +234,8 @@ func (p *Plane) read(ctx context.Context, taskID string, fn func(*Projection) er
 }
 
 // keepEvicting evicts the tasks ended EvictAfter ago, every
-// StallCheckEvery, and revives at once an evicted task that moves again,
+// StallCheckEvery, drops those archived and purged (dropArchived), and
+// revives at once an evicted task that moves again,
 // or at the next look if its cold read failed. It runs with eviction off
 // too: a snapshot may hold stubs, which an event must still revive.
 func (p *Plane) keepEvicting(ctx context.Context) {
@@ -257,6 +251,9 @@ func (p *Plane) keepEvicting(ctx context.Context) {
 		case <-tick.C:
 			if left {
 				left = p.revive(ctx)
+			}
+			if n := p.dropArchived(ctx); n > 0 {
+				p.logger.Info("archived tasks left the views", "tasks", n)
 			}
 			if p.cfg.EvictAfter <= 0 {
 				continue

@@ -69,6 +69,9 @@ type Plane struct {
 	// maxColdReads at a time (coldReads).
 	cold      ColdTasks
 	coldReads chan struct{}
+	// archiveCursor is where the evictor's next look for archived tasks
+	// starts in the views' order (dropArchived); the evictor's alone.
+	archiveCursor int
 
 	// ctx ends when the plane stops, and the projection with it.
 	ctx    context.Context

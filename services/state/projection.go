@@ -299,7 +299,7 @@ func (p *Projection) List(tenant string, f TaskFilter, after, limit, scan, maxBy
 			return out, i
 		}
 		v := order[i]
-		if !f.match(v) {
+		if v == nil || !f.match(v) { // nil: a task that left the views (drop)
 			continue
 		}
 		if len(out) == limit {

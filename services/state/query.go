@@ -68,7 +68,7 @@ func noView(taskID string) error {
 // (showReady).
 func (s *queryService) GetTask(ctx context.Context, req *connect.Request[stewardv1.GetTaskRequest]) (*connect.Response[stewardv1.GetTaskResponse], error) {
 	if err := s.plane.caughtUp(ctx, req.Msg.TaskId); err != nil {
-		if s.plane.archived(err) {
+		if errs.Is(err, errs.NotFound) {
 			return wrap(s.plane.archivedGetTask(ctx, req.Msg.TaskId))
 		}
 		return nil, err

@@ -27,21 +27,20 @@ func (s *queryService) GetReceipt(ctx context.Context, req *connect.Request[stew
 	if err := checkTaskID(taskID); err != nil {
 		return nil, err
 	}
-	recs, err := s.plane.cold.Events(ctx, rpc.Caller(ctx).Tenant, taskID)
+	recs, a, err := s.plane.history(ctx, taskID)
 	if err != nil {
 		return nil, err
-	}
-	if len(recs) == 0 {
-		if s.plane.cfg.Archive != nil {
-			return wrap(s.plane.archivedReceipt(ctx, taskID))
-		}
-		return nil, errs.New(errs.NotFound, "task %s not found", taskID)
 	}
 	r, err := BuildReceipt(recs)
 	if err != nil {
 		return nil, err
 	}
-	if b := s.plane.blindLog(rpc.Caller(ctx), taskID); b != nil {
+	who := rpc.Caller(ctx)
+	b := s.plane.blindLog(who, taskID)
+	if a != nil {
+		b = s.plane.blindArchived(ctx, who, a)
+	}
+	if b != nil {
 		b.Receipt(r)
 	}
 	return connect.NewResponse(&stewardv1.GetReceiptResponse{Receipt: r, Markdown: ReceiptMarkdown(r)}), nil

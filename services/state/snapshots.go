@@ -167,7 +167,7 @@ func (p *Projection) TaskIDs(tenant string, since time.Time) []string {
 	defer p.mu.RUnlock()
 	var out []string
 	for _, v := range p.byTenant[tenant] {
-		if since.IsZero() || !v.task.GetUpdatedAt().AsTime().Before(since.Add(-planeSkew)) {
+		if v != nil && (since.IsZero() || !v.task.GetUpdatedAt().AsTime().Before(since.Add(-planeSkew))) {
 			out = append(out, v.task.Contract.GetTaskId())
 		}
 	}

@@ -78,6 +78,9 @@ func (p *Projection) copyBatch(from int) (out []*stewardv1.TaskViewSnapshot, don
 	applied := p.progress.Applied()
 	end := min(from+snapshotBatch, len(p.order))
 	for _, id := range p.order[from:end] {
+		if id == "" {
+			continue // a task that left the views (drop)
+		}
 		out = append(out, p.entry(id, p.tasks[id], applied))
 	}
 	if end < len(p.order) {

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -79,12 +81,14 @@ func (p *Plane) loadSnapshot(ctx context.Context, last uint64) bool {
 	for tries := 0; m != nil && tries < 2; tries++ {
 		h, entries, err := p.readSnapshot(ctx, m)
 		read := time.Since(start)
+		var gone []string
 		if err == nil {
-			err = p.checkHeads(ctx, last, h, entries)
+			gone, err = p.checkHeads(ctx, last, h, entries)
 		}
 		if err == nil {
 			checked := time.Since(start)
 			p.views.load(h, entries)
+			p.views.drop(gone, nil)
 			p.snap.loadNanos.Store(int64(time.Since(start)))
 			p.snap.noteStored(m)
 			p.logger.Info("views loaded from a snapshot", "covered", m.CoveredSequence, "tasks", len(entries), "bytes", m.Size,
@@ -128,17 +132,42 @@ func (p *Plane) readSnapshot(ctx context.Context, m *stewardv1.ViewsSnapshotMani
 // checkHeads checks what a snapshot claims against the log: the log
 // (whose last task event is at last) reaches the sequence it covers, and
 // the chain heads it claims (a bounded sample, headsChecked) are on the
-// log with the same hash.
-func (p *Plane) checkHeads(ctx context.Context, last uint64, h *stewardv1.ViewsSnapshotHeader, entries []*stewardv1.TaskViewSnapshot) error {
-	if last < h.CoveredSequence {
-		return fmt.Errorf("it covers the log up to %d, the log ends at %d", h.CoveredSequence, last)
+// log with the same hash. It returns the sampled tasks whose chain is
+// gone from the log and archived (archivedAway): purged since the
+// snapshot, they are to leave the views, not to refuse it.
+func (p *Plane) checkHeads(ctx context.Context, last uint64, h *stewardv1.ViewsSnapshotHeader, entries []*stewardv1.TaskViewSnapshot) ([]string, error) {
+	if last < h.CoveredSequence && !p.purgedSince(ctx, h.CoveredSequence) {
+		return nil, fmt.Errorf("it covers the log up to %d, the log ends at %d", h.CoveredSequence, last)
 	}
 	var g errgroup.Group
 	g.SetLimit(headReads)
+	var mu sync.Mutex
+	var gone []string
 	for _, e := range sampleHeads(entries, headsChecked) {
-		g.Go(func() error { return p.checkHead(ctx, e) })
+		g.Go(func() error {
+			err := p.checkHead(ctx, e)
+			if errs.Is(err, errs.NotFound) && p.archivedAway(ctx, e.TaskId) {
+				mu.Lock()
+				defer mu.Unlock()
+				gone = append(gone, e.TaskId)
+				return nil
+			}
+			return err
+		})
 	}
-	return g.Wait()
+	return gone, g.Wait()
+}
+
+// purgedSince reports whether the log, whose last task event is short of
+// covered, did reach it and lost its newest task events to the archiver
+// since: with an archive only (no other way takes events away); the
+// sampled heads then tell whether what is gone was archived.
+func (p *Plane) purgedSince(ctx context.Context, covered uint64) bool {
+	if p.cfg.Archive == nil {
+		return false
+	}
+	reached, err := p.log.Reached(ctx)
+	return err == nil && reached >= covered
 }
 
 // checkHead checks one entry's chain head against the log.

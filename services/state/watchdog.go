@@ -86,8 +86,8 @@ func (p *Projection) quiet(now time.Time, redrive time.Duration) []string {
 	defer p.mu.RUnlock()
 	var out []string
 	for _, id := range p.order {
-		if _, broken := p.broken[id]; broken {
-			continue
+		if _, broken := p.broken[id]; broken || id == "" {
+			continue // an empty id held a task that left the views (drop)
 		}
 		if stallReason(p.tasks[id].task, now, redrive) != "" {
 			out = append(out, id)
