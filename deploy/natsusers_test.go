@@ -22,9 +22,9 @@ var authorization struct {
 }
 
 // checkAuthorization checks that the config `steward nats-users` writes,
-// the one compose and Kubernetes start nats with, gives each plane a user
-// with permissions, and that a server started from it refuses a client
-// that names no user. It runs once for every deployment that uses it.
+// the one compose and Kubernetes start nats with, gives each plane (and
+// the archiver) a user with permissions, and that a server started from it
+// refuses a client that names no user. It runs once for every deployment that uses it.
 func checkAuthorization(t *testing.T) {
 	t.Helper()
 	authorization.once.Do(func() { authorization.err = authorizationFault(t.TempDir()) })
@@ -42,8 +42,10 @@ func authorizationFault(dir string) string {
 	if err != nil {
 		return "nats cannot read the users nats-users writes: " + err.Error()
 	}
-	if len(opts.Nkeys) != len(planes) {
-		return fmt.Sprintf("users.conf has %d nkey users, want one per plane", len(opts.Nkeys))
+	// One user per plane, and the archiver's (docs/archives.md), which
+	// only steward archive run connects as.
+	if len(opts.Nkeys) != len(planes)+1 {
+		return fmt.Sprintf("users.conf has %d nkey users, want one per plane and the archiver", len(opts.Nkeys))
 	}
 	for _, u := range opts.Nkeys {
 		if u.Permissions == nil || u.Permissions.Publish == nil || u.Permissions.Subscribe == nil {

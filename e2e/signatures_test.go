@@ -270,7 +270,9 @@ func TestForgedPermitsAreNotExecuted(t *testing.T) {
 				logged := execLog.String()
 				return strings.Contains(logged, "permit refused") && strings.Contains(logged, a.ActionId) && strings.Contains(logged, tc.want), logged
 			})
-			bus.Settle(t, "STEWARD_EVENTS", "execution")
+			// The refused permit's event is held unacknowledged until the
+			// permit expires (permitsig.go), so wait for delivery, not acks.
+			bus.Delivered(t, "STEWARD_EVENTS", "execution")
 			if _, got := waitAction(t, state, id, a.ActionId, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED); got.ClaimedBy != "" || got.Attempt != 0 {
 				t.Errorf("the forged permit was claimed by %q, attempt %d", got.ClaimedBy, got.Attempt)
 			}

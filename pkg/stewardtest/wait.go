@@ -36,6 +36,28 @@ func Eventually(tb testing.TB, within time.Duration, cond func() (ok bool, state
 // after an append and so can read 0 for an event just stored.
 func (b *Bus) Settle(tb testing.TB, stream, consumer string) {
 	tb.Helper()
+	b.waitConsumer(tb, stream, consumer, func(ci *jetstream.ConsumerInfo, last uint64) bool {
+		return ci.AckFloor.Stream >= last && ci.NumAckPending == 0
+	})
+}
+
+// Delivered waits until consumer has been delivered every message on
+// stream that its filter takes, handled or held: what a test waits on when
+// the plane keeps an event unacknowledged on purpose (a refused permit,
+// held until it expires, permitsig.go), which Settle would wait out.
+func (b *Bus) Delivered(tb testing.TB, stream, consumer string) {
+	tb.Helper()
+	b.waitConsumer(tb, stream, consumer, func(ci *jetstream.ConsumerInfo, last uint64) bool {
+		return ci.Delivered.Stream >= last
+	})
+}
+
+// waitConsumer waits until done holds of consumer's info and the last
+// message on its filter's subjects. It reads that last message rather
+// than NumPending, which the server updates a moment after an append and
+// so can read 0 for an event just stored.
+func (b *Bus) waitConsumer(tb testing.TB, stream, consumer string, done func(*jetstream.ConsumerInfo, uint64) bool) {
+	tb.Helper()
 	ctx := context.Background()
 	Eventually(tb, 30*time.Second, func() (bool, string) {
 		cons, err := b.JS.Consumer(ctx, stream, consumer)
@@ -68,7 +90,6 @@ func (b *Bus) Settle(tb testing.TB, stream, consumer string) {
 			}
 			last = max(last, msg.Sequence)
 		}
-		return ci.AckFloor.Stream >= last && ci.NumAckPending == 0,
-			fmt.Sprintf("%s has %d events undelivered, %d unacknowledged", consumer, ci.NumPending, ci.NumAckPending)
+		return done(ci, last), fmt.Sprintf("%s has %d events undelivered, %d unacknowledged", consumer, ci.NumPending, ci.NumAckPending)
 	})
 }
