@@ -3,10 +3,13 @@ package tracing_test
 import (
 	"compress/gzip"
 	"context"
+	"encoding/pem"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -37,8 +40,15 @@ type receiver struct {
 }
 
 func startReceiver(t *testing.T, status int) *receiver {
+	r := newReceiver(status)
+	r.Start()
+	t.Cleanup(r.Close)
+	return r
+}
+
+func newReceiver(status int) *receiver {
 	r := &receiver{}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		var body io.Reader = req.Body
 		if req.Header.Get("Content-Encoding") == "gzip" {
 			zr, err := gzip.NewReader(req.Body)
@@ -64,7 +74,6 @@ func startReceiver(t *testing.T, status int) *receiver {
 			http.Error(w, "collector says no", status)
 		}
 	}))
-	t.Cleanup(r.Close)
 	return r
 }
 
@@ -216,4 +225,32 @@ func tracetestSpans(t *testing.T) []sdktrace.ReadOnlySpan {
 	t.Helper()
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{3}, SpanID: trace.SpanID{4}, TraceFlags: trace.FlagsSampled})
 	return tracetest.SpanStubs{{Name: "x", SpanContext: sc, StartTime: time.Unix(1, 0), EndTime: time.Unix(2, 0)}}.Snapshots()
+}
+
+// TestExporterTrustsTheCertificateNamed: an https collector whose
+// certificate is signed by a CA in OTEL_EXPORTER_OTLP_CERTIFICATE is
+// trusted; without it, the export fails on the unknown authority.
+func TestExporterTrustsTheCertificateNamed(t *testing.T) {
+	rcv := newReceiver(http.StatusOK)
+	rcv.StartTLS()
+	t.Cleanup(rcv.Close)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rcv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		env     map[string]string
+		trusted bool
+	}{{map[string]string{}, false}, {map[string]string{"OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": ca}, true}} {
+		exp, err := tracing.NewExporter(rcv.URL+"/v1/traces", func(k string) string { return tc.env[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := exp.ExportSpans(context.Background(), tracetestSpans(t)); (err == nil) != tc.trusted {
+			t.Errorf("with %v: export %v; want trusted %v", tc.env, err, tc.trusted)
+		}
+	}
+	if got, _ := rcv.received(); len(got) != 1 {
+		t.Errorf("the collector got %d exports; want the one with the CA", len(got))
+	}
 }
