@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"time"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
@@ -47,7 +47,7 @@ func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
 	if u.Path == "" || u.Path == "/" {
 		u.Path = "/v1/traces" // OTLP/HTTP's path, as for OTEL_EXPORTER_OTLP_ENDPOINT
 	}
-	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(u.String()))
+	exp, err := NewExporter(u.String(), os.Getenv)
 	if err != nil {
 		return nil, fmt.Errorf("trace exporter for %s: %w", cfg.Endpoint, err)
 	}
@@ -55,7 +55,7 @@ func NewProvider(ctx context.Context, cfg Config) (*Provider, error) {
 }
 
 // WithExporter returns a provider that batches every span to exp: the
-// OTLP exporter, or a test's in-memory one.
+// OTLP exporter (Exporter), or a test's in-memory one.
 func WithExporter(exp sdktrace.SpanExporter, cfg Config) *Provider {
 	res := resource.NewSchemaless(semconv.ServiceName(cfg.Service), semconv.ServiceVersion(cfg.Version))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
@@ -67,6 +67,6 @@ func WithExporter(exp sdktrace.SpanExporter, cfg Config) *Provider {
 }
 
 // ShutdownTimeout bounds how long Shutdown flushes: a collector that is
-// down or hangs costs a stopping process this, not the exporter's retries
-// (minutes); the spans not sent by then are dropped.
+// down or hangs costs a stopping process this, not DefaultExportTimeout
+// for each batch still queued; the spans not sent by then are dropped.
 const ShutdownTimeout = 5 * time.Second

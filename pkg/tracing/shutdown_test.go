@@ -12,7 +12,8 @@ import (
 // TestADeadCollectorDoesNotHoldTheProcess: with a collector that takes
 // connections and never answers, ending spans does not block and
 // Shutdown — what a stopping process waits on — gives up within
-// tracing.ShutdownTimeout instead of the exporter's retries (a minute).
+// tracing.ShutdownTimeout instead of DefaultExportTimeout for each batch
+// still queued.
 func TestADeadCollectorDoesNotHoldTheProcess(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
