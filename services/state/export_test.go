@@ -47,3 +47,7 @@ func (p *Plane) HoldStubs() (release func()) {
 	p.holdStubs = make(chan struct{})
 	return sync.OnceFunc(func() { close(p.holdStubs) })
 }
+
+// FailFolds has the plane's next n folds of the evicted tasks from the
+// log fail, as a read of the log would; call it before Start.
+func (p *Plane) FailFolds(n int32) { p.foldsToFail.Store(n) }

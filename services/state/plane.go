@@ -84,6 +84,9 @@ type Plane struct {
 	// holdStubs, set by a test, holds the load of a snapshot's stubs
 	// until it is closed.
 	holdStubs chan struct{}
+	// foldsToFail, set by a test, is how many folds of the evicted tasks
+	// from the log fail as a read of the log would.
+	foldsToFail atomic.Int32
 }
 
 // Config is what a process configures in a state plane. The zero Config

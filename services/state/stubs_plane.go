@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -33,11 +34,20 @@ func (p *Plane) loadStubs(ctx context.Context, m *stewardv1.ViewsSnapshotManifes
 	}
 	if ctx.Err() == nil {
 		p.logger.Warn("the snapshot's stubs were refused; folding the tasks they hold from the log", "covered", m.CoveredSequence, "err", err)
+	}
+	// Until it folds or the plane stops: giving up would serve the views
+	// without the ended tasks, and refuse the events kept for them.
+	for ctx.Err() == nil {
 		var back *Projection
 		if back, err = p.foldThrough(ctx, m.CoveredSequence); err == nil {
 			p.views.installFolded(back)
 			p.logger.Info("evicted tasks folded from the log", "took", time.Since(start).Round(time.Millisecond))
 			return
+		}
+		p.logger.Warn("the evicted tasks could not be folded from the log; trying again", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(foldRetry):
 		}
 	}
 	// The plane stops: the reads waiting for the stubs go on, to end.
@@ -48,6 +58,9 @@ func (p *Plane) loadStubs(ctx context.Context, m *stewardv1.ViewsSnapshotManifes
 // foldThrough folds the log from its start into a projection of its own,
 // up to sequence covered.
 func (p *Plane) foldThrough(ctx context.Context, covered uint64) (*Projection, error) {
+	if p.foldsToFail.Add(-1) >= 0 {
+		return nil, errors.New("the log could not be read (a test's)")
+	}
 	last, err := p.log.LastTaskSequence(ctx)
 	if err != nil {
 		return nil, err
@@ -61,6 +74,10 @@ func (p *Plane) foldThrough(ctx context.Context, covered uint64) (*Projection, e
 	wg.Wait()
 	return back.Projection, err
 }
+
+// foldRetry is how long a plane waits to fold the log again after a
+// fold of the evicted tasks failed.
+const foldRetry = time.Second
 
 // bounded is a projection that folds no event past sequence through, and
 // counts them as applied.

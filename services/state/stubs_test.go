@@ -104,9 +104,43 @@ func TestAPlaneServesBeforeItsStubsAreIn(t *testing.T) {
 // stubs would have held from the log instead, and reads as the plane
 // that wrote the snapshot.
 func TestRefusedStubsAreFoldedFromTheLog(t *testing.T) {
-	ctx := context.Background()
 	env := stewardtest.NewEnv(t)
 	views := openViews(t, env)
+	want, m := spoiledStubs(t, env, views)
+	p, release := heldPlane(t, env, views)
+	release()
+	if p.SnapshotCovered() != m.CoveredSequence {
+		t.Fatalf("the plane started from %d, want the snapshot covering %d", p.SnapshotCovered(), m.CoveredSequence)
+	}
+	sameReadings(t, want, readings(t, servePlane(t, env, p), p.Views()))
+	sameRefusals(t, env, p)
+}
+
+// TestAFailedFoldOfTheStubsIsTriedAgain: when the fold of the log that
+// stands in for a refused stubs part fails (a read of the log), the
+// plane folds again rather than serve without the ended tasks, their
+// events since the snapshot refused: it reads as the plane that wrote it.
+func TestAFailedFoldOfTheStubsIsTriedAgain(t *testing.T) {
+	env := stewardtest.NewEnv(t)
+	views := openViews(t, env)
+	want, _ := spoiledStubs(t, env, views)
+	cfg, _ := evicting(state.Config{Views: views})
+	p := state.New(env.Log, env.Logger, cfg)
+	p.FailFolds(1)
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	sameReadings(t, want, readings(t, servePlane(t, env, p), p.Views()))
+	sameRefusals(t, env, p)
+}
+
+// spoiledStubs is stubbedSnapshot with a snapshot of the same sequence
+// put over it whose stubs' chain heads the log does not bear out; it
+// returns the readings and that snapshot's manifest.
+func spoiledStubs(t *testing.T, env *stewardtest.Env, views *state.ViewStore) (map[string]string, *stewardv1.ViewsSnapshotManifest) {
+	t.Helper()
+	ctx := context.Background()
 	want, _ := stubbedSnapshot(t, env, views)
 	m, err := views.Newest(ctx)
 	if err != nil {
@@ -136,14 +170,7 @@ func TestRefusedStubsAreFoldedFromTheLog(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-
-	p, release := heldPlane(t, env, views)
-	release()
-	if p.SnapshotCovered() != m.CoveredSequence {
-		t.Fatalf("the plane started from %d, want the snapshot covering %d", p.SnapshotCovered(), m.CoveredSequence)
-	}
-	sameReadings(t, want, readings(t, servePlane(t, env, p), p.Views()))
-	sameRefusals(t, env, p)
+	return want, m
 }
 
 // sameRefusals fails t unless p counts the events refused that a fold of
