@@ -41,6 +41,9 @@ func (p *Plane) loadStubs(ctx context.Context, m *stewardv1.ViewsSnapshotManifes
 		var back *Projection
 		if back, err = p.foldThrough(ctx, m.CoveredSequence); err == nil {
 			p.views.installFolded(back)
+			if p.cfg.EvictAfter > 0 { // they came whole: stubs again before a snapshot holds them whole
+				p.views.Evict(p.cfg.Now().Add(-p.cfg.EvictAfter))
+			}
 			p.logger.Info("evicted tasks folded from the log", "took", time.Since(start).Round(time.Millisecond))
 			return
 		}
