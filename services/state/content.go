@@ -179,6 +179,7 @@ func (p *Plane) readable(ctx context.Context, who rpc.Identity, taskID string) e
 // parties returns the principals the task names (partiesOf), or false if
 // the projection holds no valid view of it.
 func (p *Projection) parties(taskID string) (parties, bool) {
+	p.awaitStubOf(taskID)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	v, ok := p.tasks[taskID]
@@ -191,6 +192,7 @@ func (p *Projection) parties(taskID string) (parties, bool) {
 // artifact returns a copy of one version of the task's artifact name, the
 // latest when version is zero; NotFound if there is none.
 func (p *Projection) artifact(taskID, name string, version uint32) (*stewardv1.Artifact, error) {
+	p.awaitStubOf(taskID)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	v, err := p.whole(taskID)

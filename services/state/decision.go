@@ -51,6 +51,7 @@ func (s *queryService) ListDecisions(ctx context.Context, req *connect.Request[s
 
 // decisionCount returns how many decisions the task's view holds.
 func (p *Projection) decisionCount(taskID string) (int, error) {
+	p.awaitStubOf(taskID)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	v, err := p.whole(taskID)
@@ -64,6 +65,7 @@ func (p *Projection) decisionCount(taskID string) (int, error) {
 // size of them, and the context items they cite; next is where the next
 // page starts, 0 after the last.
 func (p *Projection) decisions(taskID string, after, size int) (*stewardv1.ListDecisionsResponse, int, error) {
+	p.awaitStubOf(taskID)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	v, err := p.whole(taskID)

@@ -51,6 +51,7 @@ func (p *Plane) dropArchived(ctx context.Context) int {
 // creation order from from on, with the last sequence each view holds,
 // and where the next look starts (0 past the end).
 func (p *Projection) ended(from, n int) (map[string]uint64, int) {
+	p.awaitStubs()
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if from >= len(p.order) {
@@ -79,6 +80,7 @@ func (p *Projection) ended(from, n int) (map[string]uint64, int) {
 // takes a tree whole, and no open objective's task). A sub-task whose
 // parent stays in the views stays too. It returns how many it dropped.
 func (p *Projection) drop(ids []string, at map[string]uint64) int {
+	p.awaitStubs()
 	if len(ids) == 0 {
 		return 0
 	}

@@ -77,6 +77,7 @@ func (v *view) evict() {
 // and evicts a batch at a time under the write lock, so the fold waits
 // for one batch at most.
 func (p *Projection) Evict(cutoff time.Time) int {
+	p.awaitStubs()
 	p.mu.RLock()
 	var due []*view
 	for _, id := range p.order {
@@ -99,6 +100,7 @@ func (p *Projection) Evict(cutoff time.Time) int {
 
 // Evicted reports whether the views keep only the task's stub.
 func (p *Projection) Evicted(taskID string) bool {
+	p.awaitStubOf(taskID)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	v, ok := p.tasks[taskID]

@@ -79,16 +79,14 @@ func TestASnapshotKeepsAStubsPendingEvent(t *testing.T) {
 	}
 	views.Evict(time.Now().Add(24 * time.Hour))
 	_ = views.Apply(recs[3]) // pending; no revival yet
-	var b bytes.Buffer
-	if err := views.WriteSnapshot(&b, views.SnapshotHeader("b", time.Now())); err != nil {
+	var hot, stubs bytes.Buffer
+	if err := views.WriteSnapshot(&hot, &stubs, views.SnapshotHeader("b", time.Now())); err != nil {
 		t.Fatal(err)
 	}
-	h, entries, err := ReadSnapshot(&b)
-	if err != nil {
-		t.Fatal(err)
+	if stubs.Len() == 0 {
+		t.Fatal("the evicted task is not in the snapshot's stubs part")
 	}
-	loaded := NewProjection(logger)
-	loaded.load(h, entries)
+	loaded, _ := loadWritten(t, logger, &hot, &stubs)
 	p := &Plane{views: loaded, cold: coldRecords(recs), coldReads: make(chan struct{}, maxColdReads), logger: logger}
 	p.revive(context.Background())
 	want := NewProjection(logger)

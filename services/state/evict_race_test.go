@@ -102,7 +102,7 @@ func TestAFormatOneSnapshotStillLoads(t *testing.T) {
 	h, entries := readNewest(t, views)
 	h.FormatVersion = 1
 	data := encode(t, h, entries)
-	if _, err := views.Put(ctx, covered, time.Now(), func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+	if _, err := views.Put(ctx, covered, time.Now(), func(w, _ io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 		t.Fatal(err)
 	}
 	second := startPlane(t, env.Log, env.Logger, state.Config{Views: views, EvictAfter: -1})

@@ -34,10 +34,16 @@ func (c *clock) now() time.Time    { return time.Unix(0, c.at.Load()) }
 // (task.DefaultStallAfter).
 func evictingPlane(t *testing.T, env *stewardtest.Env, cfg state.Config) (*state.Plane, stewardv1connect.QueryServiceClient, *clock) {
 	t.Helper()
-	c := newClock(proposalTime.Add(-24 * time.Hour))
-	cfg.Now, cfg.StallCheckEvery, cfg.RedriveAfter, cfg.EvictAfter = c.now, 20*time.Millisecond, 1000*time.Hour, time.Minute
+	cfg, c := evicting(cfg)
 	p, client := serveQuery(t, env, cfg)
 	return p, client, c
+}
+
+// evicting is cfg with evictingPlane's clock and times.
+func evicting(cfg state.Config) (state.Config, *clock) {
+	c := newClock(proposalTime.Add(-24 * time.Hour))
+	cfg.Now, cfg.StallCheckEvery, cfg.RedriveAfter, cfg.EvictAfter = c.now, 20*time.Millisecond, 1000*time.Hour, time.Minute
+	return cfg, c
 }
 
 // readings is everything a client reads of the tasks, as text, keyed by

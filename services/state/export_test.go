@@ -1,6 +1,7 @@
 package state
 
 import (
+	"sync"
 	"time"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -39,3 +40,14 @@ func (p *Plane) Evictions() uint64 { return p.evictions.Load() }
 
 // MaxColdReads is how many cold reads the plane folds at once.
 const MaxColdReads = maxColdReads
+
+// HoldStubs holds the plane's load of a snapshot's stubs until release;
+// call it before Start.
+func (p *Plane) HoldStubs() (release func()) {
+	p.holdStubs = make(chan struct{})
+	return sync.OnceFunc(func() { close(p.holdStubs) })
+}
+
+// FailFolds has the plane's next n folds of the evicted tasks from the
+// log fail, as a read of the log would; call it before Start.
+func (p *Plane) FailFolds(n int32) { p.foldsToFail.Store(n) }

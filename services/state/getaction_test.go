@@ -175,11 +175,17 @@ func TestGetActionWaitsForTheOutcome(t *testing.T) {
 func serveQuery(t *testing.T, env *stewardtest.Env, cfg state.Config) (*state.Plane, stewardv1connect.QueryServiceClient) {
 	t.Helper()
 	p := startPlane(t, env.Log, env.Logger, cfg)
+	return p, servePlane(t, env, p)
+}
+
+// servePlane serves p's queries to the client it returns.
+func servePlane(t *testing.T, env *stewardtest.Env, p *state.Plane) stewardv1connect.QueryServiceClient {
+	t.Helper()
 	mux := http.NewServeMux()
 	for _, s := range p.Services(rpc.HandlerOptions(env.Logger, nil, nil)) {
 		mux.Handle(s.Path, s.Handler)
 	}
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return p, stewardv1connect.NewQueryServiceClient(srv.Client(), srv.URL)
+	return stewardv1connect.NewQueryServiceClient(srv.Client(), srv.URL)
 }

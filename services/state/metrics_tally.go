@@ -59,6 +59,7 @@ type spending struct {
 // are counted as broken, and their side effects as untraced: their views
 // stopped at a refused event and are not current (Get refuses them too).
 func (p *Projection) tally() tally {
+	p.awaitStubs()
 	t := tally{
 		tasks:   map[stewardv1.TaskStatus]int{},
 		actions: map[stewardv1.ActionStatus]int{},

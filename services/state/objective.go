@@ -124,6 +124,7 @@ func (o *Objectives) count(tenant string) int {
 // position after on, with the position to go on from (0 at the end).
 // reserved are the tasks the objective reserved budget for.
 func (p *Projection) ObjectiveTasks(id string, reserved []string, after, limit int) (*stewardv1.ObjectiveProgress, []*stewardv1.Task, int) {
+	p.awaitStubs()
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	prog := &stewardv1.ObjectiveProgress{}
@@ -163,6 +164,7 @@ func (p *Projection) ObjectiveTasks(id string, reserved []string, after, limit i
 
 // objectiveTaskCount is how many tasks name objective id.
 func (p *Projection) objectiveTaskCount(id string) int {
+	p.awaitStubs()
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return len(p.byObjective[id])

@@ -81,6 +81,12 @@ type Plane struct {
 	// do not hold the shutdown up.
 	streams    context.Context
 	endStreams context.CancelFunc
+	// holdStubs, set by a test, holds the load of a snapshot's stubs
+	// until it is closed.
+	holdStubs chan struct{}
+	// foldsToFail, set by a test, is how many folds of the evicted tasks
+	// from the log fail as a read of the log would.
+	foldsToFail atomic.Int32
 }
 
 // Config is what a process configures in a state plane. The zero Config
@@ -213,14 +219,25 @@ func (p *Plane) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fromSnapshot := p.loadSnapshot(ctx, last)
+	m := p.loadSnapshot(ctx, last)
 	p.done.Go(func() { p.log.KeepReading(p.ctx, p.log.TracedReader(p.ctx, PlaneName, p.views)) })
 	p.done.Go(func() { p.log.KeepReadingServices(p.ctx, p.breakers) })
 	p.done.Go(func() { p.log.KeepReadingTypes(p.ctx, p.objectives, objectiveTypes...) })
+	// A snapshot's stubs are loaded once the plane serves, not before:
+	// they grow with the history, and its start must not (stubs.go).
+	if m.GetStubChunks() > 0 {
+		p.done.Go(func() {
+			if p.views.WaitFor(p.ctx, last) != nil {
+				p.views.installStubs(nil, m.CoveredSequence, nil) // stopping: let the reads waiting go
+				return
+			}
+			p.loadStubs(p.ctx, m)
+		})
+	}
 	if err := p.views.WaitFor(ctx, last); err != nil {
 		return err
 	}
-	p.logger.Info("views rebuilt from the log", "events", last, "from_snapshot", fromSnapshot, "took", time.Since(start).Round(time.Millisecond))
+	p.logger.Info("views rebuilt from the log", "events", last, "from_snapshot", m != nil, "took", time.Since(start).Round(time.Millisecond))
 	p.done.Go(func() { p.watchStalls(p.ctx) })
 	p.done.Go(func() { p.keepEvicting(p.ctx) })
 	if p.cfg.Views != nil {

@@ -55,6 +55,13 @@ type Projection struct {
 	// thaw says an evicted task had an event: its view is to be folded
 	// whole again (evict.go).
 	thaw chan struct{}
+	// stubsIn is closed once a snapshot's stubs are in the views, early
+	// keeps the events of tasks the views do not hold until then, and
+	// places are the snapshot's positions of the first tasks of order,
+	// the ones loaded from it (stubs.go).
+	stubsIn chan struct{}
+	early   earlyEvents
+	places  []uint64
 }
 
 // view is one task's view: the task folded in place, event by event (the
@@ -98,7 +105,7 @@ func (v *view) index() {
 // NewProjection returns an empty projection.
 func NewProjection(logger *slog.Logger) *Projection {
 	return &Projection{logger: logger, tasks: map[string]*view{}, broken: map[string]string{}, refused: map[string]int{}, byTenant: map[string][]*view{},
-		children: map[string][]*view{}, byObjective: map[string][]*view{}, thaw: make(chan struct{}, 1)}
+		children: map[string][]*view{}, byObjective: map[string][]*view{}, thaw: make(chan struct{}, 1), stubsIn: closedGate()}
 }
 
 // Apply folds one record into its task's view. It never fails: an event the
@@ -112,24 +119,38 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 		p.progress.Advance(rec.Sequence)
 		return nil
 	}
-	v, ok := p.tasks[id]
-	switch {
-	case ok && v.cold:
-		p.applyCold(v, rec)
-	case ok:
-		p.applyTo(v, rec)
-	default:
-		v = &view{task: &stewardv1.Task{}, at: map[string]int{}}
-		if p.applyTo(v, rec) {
-			p.tasks[id] = v
-			p.order = append(p.order, id)
-			p.byTenant[v.task.Tenant] = append(p.byTenant[v.task.Tenant], v)
-			p.relate(v)
-		}
+	if v, ok := p.tasks[id]; ok {
+		p.applyHeld(v, rec)
+	} else if !p.early.keep(rec) {
+		p.applyTask(rec)
 	}
 	p.progress.Advance(rec.Sequence)
 	p.watchers.publish(rec)
 	return nil
+}
+
+// applyHeld folds rec into v, a view the projection holds: an evicted
+// one takes it as its thaw's. The caller holds p.mu.
+func (p *Projection) applyHeld(v *view, rec *stewardv1.EventRecord) {
+	if v.cold {
+		p.applyCold(v, rec)
+		return
+	}
+	p.applyTo(v, rec)
+}
+
+// applyTask folds rec, the first event of a task the projection does not
+// hold, into a new view, which joins the lists if the fold took it. The
+// caller holds p.mu.
+func (p *Projection) applyTask(rec *stewardv1.EventRecord) {
+	v := &view{task: &stewardv1.Task{}, at: map[string]int{}}
+	if p.applyTo(v, rec) {
+		id := rec.Event.TaskId
+		p.tasks[id] = v
+		p.order = append(p.order, id)
+		p.byTenant[v.task.Tenant] = append(p.byTenant[v.task.Tenant], v)
+		p.relate(v)
+	}
 }
 
 // newerMark starts the reason a task's view is withheld when it holds an
@@ -195,6 +216,7 @@ func (p *Projection) WaitFor(ctx context.Context, seq uint64) error {
 // event the fold refused has no current view: Get returns a Corrupt error
 // naming the event.
 func (p *Projection) Get(taskID string) (*stewardv1.Task, error) {
+	p.awaitStubOf(taskID)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	v, err := p.whole(taskID)
@@ -233,6 +255,7 @@ func (p *Projection) whole(taskID string) (*view, error) {
 // Has reports whether the projection holds a view of the task, broken or
 // not.
 func (p *Projection) Has(taskID string) bool {
+	p.awaitStubOf(taskID)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	_, ok := p.tasks[taskID]
@@ -245,6 +268,7 @@ func (p *Projection) Has(taskID string) bool {
 // cost does not grow with the task's ledger. Errors as Get, and NotFound
 // for an action the task does not have.
 func (p *Projection) Action(taskID, actionID string) (*stewardv1.GetActionResponse, error) {
+	p.awaitStubOf(taskID)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	v, err := p.whole(taskID)
@@ -267,6 +291,7 @@ func (p *Projection) Action(taskID, actionID string) (*stewardv1.GetActionRespon
 // moving reports whether Steward is still moving the action on by itself
 // (task.Moving); a broken task's or an unknown action is not.
 func (p *Projection) moving(taskID, actionID string) bool {
+	p.awaitStubOf(taskID)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	v, ok := p.tasks[taskID]
@@ -289,6 +314,7 @@ func (p *Projection) moving(taskID, actionID string) bool {
 // short or empty with a position to continue from. Another tenant's tasks
 // are not there at all (docs/tenants.md).
 func (p *Projection) List(tenant string, f TaskFilter, after, limit, scan, maxBytes int, weigh rpc.Weigher) ([]*stewardv1.Task, int) {
+	p.awaitStubs()
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	var out []*stewardv1.Task
@@ -319,6 +345,7 @@ func (p *Projection) List(tenant string, f TaskFilter, after, limit, scan, maxBy
 // Len returns how many tasks tenant has had: the end of its list, past
 // which no page token points.
 func (p *Projection) Len(tenant string) int {
+	p.awaitStubs()
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return len(p.byTenant[tenant])
@@ -327,6 +354,7 @@ func (p *Projection) Len(tenant string) int {
 // Size returns the protobuf size of the task's view without copying it:
 // what a whole task will weigh, known before it is built. Errors as Get.
 func (p *Projection) Size(taskID string) (int, error) {
+	p.awaitStubOf(taskID)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	v, err := p.whole(taskID)
@@ -339,6 +367,7 @@ func (p *Projection) Size(taskID string) (int, error) {
 // Snapshot returns copies of every view, keyed by task id: for comparing a
 // rebuilt projection with a live one.
 func (p *Projection) Snapshot() map[string]*stewardv1.Task {
+	p.awaitStubs()
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	out := make(map[string]*stewardv1.Task, len(p.tasks))

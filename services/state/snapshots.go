@@ -163,6 +163,7 @@ const planeSkew = time.Hour
 // changed at or after since less planeSkew (all for the zero time): those
 // that may hold a snapshot evaluated since then.
 func (p *Projection) TaskIDs(tenant string, since time.Time) []string {
+	p.awaitStubs()
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	var out []string

@@ -147,6 +147,7 @@ func treePages(taskID string) string { return "tree~" + taskID }
 // Tree returns taskID's tree as GetTaskTree answers it: its sub-tasks from
 // offset on, depth levels of them, children per node. Errors as Get.
 func (p *Projection) Tree(taskID string, offset, depth, children int) (*stewardv1.TaskTreeNode, error) {
+	p.awaitStubs()
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	v, err := p.lookup(taskID)
@@ -159,6 +160,7 @@ func (p *Projection) Tree(taskID string, offset, depth, children int) (*stewardv
 
 // childCount is how many sub-tasks taskID has.
 func (p *Projection) childCount(taskID string) int {
+	p.awaitStubs()
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return len(p.children[taskID])

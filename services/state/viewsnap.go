@@ -21,19 +21,21 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
-// ViewsFormat is the format of the snapshots this build writes. Format 2
-// has evicted tasks' stubs (TaskViewSnapshot.evicted); it reads format 1
-// too, which has none (a build that reads 1 alone refuses a 2 and folds
-// the log).
-const ViewsFormat = 2
+// ViewsFormat is the format of the snapshots this build writes. Format 3
+// keeps the evicted tasks' stubs in a part of their own, which a plane
+// loads while it serves (stubs.go); format 2 has them among the other
+// entries (TaskViewSnapshot.evicted), format 1 has none. It reads all
+// three (a build that reads fewer refuses a newer one and folds the log).
+const ViewsFormat = 3
 
 // snapshotBatch is how many tasks a snapshot copies under one hold of the
 // read lock: the fold waits for one batch at most, not for the snapshot.
 const snapshotBatch = 512
 
 // SnapshotHeader begins a snapshot of the task views: the sequence they
-// cover, as of now. WriteSnapshot writes the rest.
+// cover, as of now, once a snapshot's stubs still loading are in. WriteSnapshot writes the rest.
 func (p *Projection) SnapshotHeader(build string, now time.Time) *stewardv1.ViewsSnapshotHeader {
+	p.awaitStubs()
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	skipped := p.rejected
@@ -44,21 +46,26 @@ func (p *Projection) SnapshotHeader(build string, now time.Time) *stewardv1.View
 		WrittenAt: timestamppb.New(now), Skipped: uint64(skipped)}
 }
 
-// WriteSnapshot writes h and the task views to w (docs/snapshots.md). It
-// copies them in batches, letting the fold go on between them, so the
-// views are not all of h's sequence: each task's entry says how far it
-// was folded (folded_through), and a load skips the events it already
-// holds. Safe to call while Apply runs.
-func (p *Projection) WriteSnapshot(w io.Writer, h *stewardv1.ViewsSnapshotHeader) error {
-	bw := bufio.NewWriterSize(w, 1<<16)
-	if _, err := protodelim.MarshalTo(bw, h); err != nil {
+// WriteSnapshot writes h and the task views to hot, and the evicted
+// tasks' stubs to stubs (docs/snapshots.md). It copies them in batches,
+// letting the fold go on between them, so the views are not all of h's
+// sequence: each task's entry says how far it was folded
+// (folded_through), and a load skips the events it already holds. Safe
+// to call while Apply runs; it waits for a snapshot's stubs still loading.
+func (p *Projection) WriteSnapshot(hot, stubs io.Writer, h *stewardv1.ViewsSnapshotHeader) error {
+	hw, sw := bufio.NewWriterSize(hot, 1<<16), bufio.NewWriterSize(stubs, 1<<16)
+	if _, err := protodelim.MarshalTo(hw, h); err != nil {
 		return err
 	}
 	for next := 0; ; {
 		batch, done := p.copyBatch(next)
 		next += snapshotBatch
 		for _, e := range batch {
-			if _, err := protodelim.MarshalTo(bw, e); err != nil {
+			w := hw
+			if e.Evicted {
+				w = sw
+			}
+			if _, err := protodelim.MarshalTo(w, e); err != nil {
 				return err
 			}
 		}
@@ -66,29 +73,37 @@ func (p *Projection) WriteSnapshot(w io.Writer, h *stewardv1.ViewsSnapshotHeader
 			break
 		}
 	}
-	return bw.Flush()
+	if err := hw.Flush(); err != nil {
+		return err
+	}
+	return sw.Flush()
 }
 
 // copyBatch copies the entries of the tasks at positions from on, at
 // most snapshotBatch of them, and the broken tasks that have no view once
 // the last batch is reached; done says it was the last.
 func (p *Projection) copyBatch(from int) (out []*stewardv1.TaskViewSnapshot, done bool) {
+	p.awaitStubs()
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	applied := p.progress.Applied()
 	end := min(from+snapshotBatch, len(p.order))
-	for _, id := range p.order[from:end] {
+	for i, id := range p.order[from:end] {
 		if id == "" {
 			continue // a task that left the views (drop)
 		}
-		out = append(out, p.entry(id, p.tasks[id], applied))
+		e := p.entry(id, p.tasks[id], applied)
+		e.Position = uint64(from + i)
+		out = append(out, e)
 	}
 	if end < len(p.order) {
 		return out, false
 	}
 	for id := range p.broken {
 		if _, ok := p.tasks[id]; !ok {
-			out = append(out, p.entry(id, nil, applied))
+			e := p.entry(id, nil, applied)
+			e.Position = uint64(len(p.order))
+			out = append(out, e)
 		}
 	}
 	return out, true
@@ -131,21 +146,33 @@ func durations(ds []time.Duration) []*durationpb.Duration {
 	return out
 }
 
-// ReadSnapshot reads a snapshot written by WriteSnapshot. It checks the
-// format but not the log (checkHeads does); the projection is not touched.
-// The entries are decoded on every core: decoding is most of a load.
+// ReadSnapshot reads a snapshot written by WriteSnapshot: its header and
+// first part. It checks the format but not the log (checkHeads does); the
+// projection is not touched.
 func ReadSnapshot(r io.Reader) (*stewardv1.ViewsSnapshotHeader, []*stewardv1.TaskViewSnapshot, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	h := &stewardv1.ViewsSnapshotHeader{}
 	if err := protodelim.UnmarshalFrom(br, h); err != nil {
 		return nil, nil, fmt.Errorf("read the header: %w", err)
 	}
-	if h.FormatVersion != ViewsFormat && h.FormatVersion != 1 {
-		return nil, nil, fmt.Errorf("format %d, this build reads %d", h.FormatVersion, ViewsFormat)
+	if h.FormatVersion < 1 || h.FormatVersion > ViewsFormat {
+		return nil, nil, fmt.Errorf("format %d, this build reads 1 to %d", h.FormatVersion, ViewsFormat)
 	}
+	entries, err := readEntries(br)
+	return h, entries, err
+}
+
+// ReadStubs reads a snapshot's stubs part (format 3).
+func ReadStubs(r io.Reader) ([]*stewardv1.TaskViewSnapshot, error) {
+	return readEntries(bufio.NewReaderSize(r, 1<<16))
+}
+
+// readEntries reads what is left of r as entries, decoded on every core:
+// decoding is most of a load.
+func readEntries(br *bufio.Reader) ([]*stewardv1.TaskViewSnapshot, error) {
 	raw, err := readFramed(br)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	entries := make([]*stewardv1.TaskViewSnapshot, len(raw))
 	var g errgroup.Group
@@ -161,7 +188,7 @@ func ReadSnapshot(r io.Reader) (*stewardv1.ViewsSnapshotHeader, []*stewardv1.Tas
 			return nil
 		})
 	}
-	return h, entries, g.Wait()
+	return entries, g.Wait()
 }
 
 // readFramed splits what is left of r into its length-delimited frames.
@@ -206,7 +233,8 @@ const entryStart = 1 << 20
 
 // load sets an empty projection to the snapshot's views, as if it had
 // folded the log up to h.CoveredSequence; Apply then skips each task's
-// events up to its folded_through.
+// events up to its folded_through. A format 3 snapshot's stubs come
+// after (installStubs).
 func (p *Projection) load(h *stewardv1.ViewsSnapshotHeader, entries []*stewardv1.TaskViewSnapshot) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -215,29 +243,41 @@ func (p *Projection) load(h *stewardv1.ViewsSnapshotHeader, entries []*stewardv1
 	for _, e := range entries {
 		p.foldedThrough[e.TaskId] = e.FoldedThrough
 		p.skipUntil = max(p.skipUntil, e.FoldedThrough)
-		if e.Broken != "" {
-			p.broken[e.TaskId] = e.Broken
+		if v := p.place(e, h.CoveredSequence); v != nil {
+			p.order = append(p.order, e.TaskId)
+			if h.FormatVersion >= 3 { // only format 3 has places, and stubs to place among them
+				p.places = append(p.places, e.Position)
+			}
+			p.byTenant[v.task.Tenant] = append(p.byTenant[v.task.Tenant], v)
+			p.relate(v)
 		}
-		if e.Refused > 0 {
-			p.refused[e.TaskId] = int(e.Refused)
-			p.rejected += int(e.Refused)
-		}
-		if e.Task == nil {
-			continue
-		}
-		v := &view{task: e.Task, at: map[string]int{}, answered: e.Answered, spent: spend{e.SpentTokens, e.SpentCostMicros}}
-		v.index()
-		v.recoveries = recoveriesOf(e)
-		if e.Evicted {
-			v.cold, v.at = true, nil
-			p.pendingSince(v, e, h.CoveredSequence)
-		}
-		p.tasks[e.TaskId] = v
-		p.order = append(p.order, e.TaskId)
-		p.byTenant[v.task.Tenant] = append(p.byTenant[v.task.Tenant], v)
-		p.relate(v)
 	}
 	p.progress.Advance(h.CoveredSequence)
+}
+
+// place takes one entry's refusals and view, and returns the view, nil
+// for a task that has none; the caller holds p.mu and puts the view in
+// the lists.
+func (p *Projection) place(e *stewardv1.TaskViewSnapshot, covered uint64) *view {
+	if e.Broken != "" {
+		p.broken[e.TaskId] = e.Broken
+	}
+	if e.Refused > 0 {
+		p.refused[e.TaskId] = int(e.Refused)
+		p.rejected += int(e.Refused)
+	}
+	if e.Task == nil {
+		return nil
+	}
+	v := &view{task: e.Task, at: map[string]int{}, answered: e.Answered, spent: spend{e.SpentTokens, e.SpentCostMicros}}
+	v.index()
+	v.recoveries = recoveriesOf(e)
+	if e.Evicted {
+		v.cold, v.at = true, nil
+		p.pendingSince(v, e, covered)
+	}
+	p.tasks[e.TaskId] = v
+	return v
 }
 
 func recoveriesOf(e *stewardv1.TaskViewSnapshot) recoveries {

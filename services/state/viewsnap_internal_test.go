@@ -49,19 +49,14 @@ func TestASnapshotTakenWhileTheFoldGoesOn(t *testing.T) {
 	for _, rec := range log[cut : cut+len(log)/4] { // the fold goes on
 		_ = live.Apply(rec)
 	}
-	var buf bytes.Buffer
-	if err := live.WriteSnapshot(&buf, h); err != nil {
+	var hot, stubs bytes.Buffer
+	if err := live.WriteSnapshot(&hot, &stubs, h); err != nil {
 		t.Fatal(err)
 	}
 	for _, rec := range log[cut+len(log)/4:] {
 		_ = live.Apply(rec)
 	}
-	rh, entries, err := ReadSnapshot(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	loaded := NewProjection(quiet)
-	loaded.load(rh, entries)
+	loaded, rh := loadWritten(t, quiet, &hot, &stubs)
 	for _, rec := range log[rh.CoveredSequence:] {
 		_ = loaded.Apply(rec)
 	}
@@ -83,4 +78,23 @@ func TestASnapshotTakenWhileTheFoldGoesOn(t *testing.T) {
 	if len(loaded.broken) != len(live.broken) {
 		t.Errorf("broken: loaded %d, live %d", len(loaded.broken), len(live.broken))
 	}
+}
+
+// loadWritten loads a projection from a snapshot's two parts as a plane
+// does, the stubs after the first part, and returns it with the header.
+func loadWritten(t *testing.T, logger *slog.Logger, hot, stubs *bytes.Buffer) (*Projection, *stewardv1.ViewsSnapshotHeader) {
+	t.Helper()
+	h, entries, err := ReadSnapshot(hot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, err := ReadStubs(stubs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := NewProjection(logger)
+	loaded.load(h, entries)
+	loaded.expectStubs()
+	loaded.installStubs(rest, h.CoveredSequence, nil)
+	return loaded, h
 }

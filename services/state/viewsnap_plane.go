@@ -65,18 +65,18 @@ func build() string {
 }
 
 // loadSnapshot starts the views from the newest snapshot that reads and
-// checks against the log, whose last task event is at last, and reports
-// whether it did. Nothing about a snapshot is fatal:
+// checks against the log, whose last task event is at last, and returns
+// its manifest, nil if it started from none. Nothing about a snapshot is fatal:
 // the plane folds from the start instead, and says why.
-func (p *Plane) loadSnapshot(ctx context.Context, last uint64) bool {
+func (p *Plane) loadSnapshot(ctx context.Context, last uint64) *stewardv1.ViewsSnapshotManifest {
 	if p.cfg.Views == nil {
-		return false
+		return nil
 	}
 	start := time.Now()
 	m, err := p.cfg.Views.Newest(ctx)
 	if err != nil {
 		p.logger.Warn("snapshots could not be read; folding the log from the start", "err", err)
-		return false
+		return nil
 	}
 	for tries := 0; m != nil && tries < 2; tries++ {
 		h, entries, err := p.readSnapshot(ctx, m)
@@ -89,11 +89,15 @@ func (p *Plane) loadSnapshot(ctx context.Context, last uint64) bool {
 			checked := time.Since(start)
 			p.views.load(h, entries)
 			p.views.drop(gone, nil)
+			if m.StubChunks > 0 {
+				p.views.expectStubs() // Start loads them once it serves
+			}
 			p.snap.loadNanos.Store(int64(time.Since(start)))
 			p.snap.noteStored(m)
 			p.logger.Info("views loaded from a snapshot", "covered", m.CoveredSequence, "tasks", len(entries), "bytes", m.Size,
-				"read", read.Round(time.Millisecond), "checked", checked.Round(time.Millisecond), "took", time.Since(start).Round(time.Millisecond))
-			return true
+				"stub_bytes", m.StubSize, "read", read.Round(time.Millisecond), "checked", checked.Round(time.Millisecond),
+				"took", time.Since(start).Round(time.Millisecond))
+			return m
 		}
 		p.logger.Warn("snapshot refused", "covered", m.CoveredSequence, "err", err)
 		if tries == 0 {
@@ -110,7 +114,7 @@ func (p *Plane) loadSnapshot(ctx context.Context, last uint64) bool {
 	if m != nil {
 		p.logger.Warn("no snapshot could be used; folding the log from the start")
 	}
-	return false
+	return nil
 }
 
 func (p *Plane) readSnapshot(ctx context.Context, m *stewardv1.ViewsSnapshotManifest) (*stewardv1.ViewsSnapshotHeader, []*stewardv1.TaskViewSnapshot, error) {
@@ -139,6 +143,12 @@ func (p *Plane) checkHeads(ctx context.Context, last uint64, h *stewardv1.ViewsS
 	if last < h.CoveredSequence && !p.purgedSince(ctx, h.CoveredSequence) {
 		return nil, fmt.Errorf("it covers the log up to %d, the log ends at %d", h.CoveredSequence, last)
 	}
+	return p.checkSample(ctx, entries)
+}
+
+// checkSample checks a sample of the entries' chain heads against the
+// log (checkHeads), and returns the sampled tasks archived away since.
+func (p *Plane) checkSample(ctx context.Context, entries []*stewardv1.TaskViewSnapshot) ([]string, error) {
 	var g errgroup.Group
 	g.SetLimit(headReads)
 	var mu sync.Mutex
@@ -226,14 +236,16 @@ func (p *Plane) SaveSnapshot(ctx context.Context) (uint64, error) {
 		p.snap.noteStored(newest)
 		return n, nil
 	}
-	m, err := p.cfg.Views.Put(ctx, h.CoveredSequence, h.WrittenAt.AsTime(), func(w io.Writer) error { return p.views.WriteSnapshot(w, h) })
+	m, err := p.cfg.Views.Put(ctx, h.CoveredSequence, h.WrittenAt.AsTime(), func(hot, stubs io.Writer) error {
+		return p.views.WriteSnapshot(hot, stubs, h)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("write the snapshot covering %d: %w", h.CoveredSequence, err)
 	}
-	p.snap.size.Store(m.Size)
+	p.snap.size.Store(m.Size + m.StubSize)
 	p.snap.writeNanos.Store(int64(time.Since(start)))
 	p.snap.noteStored(m)
-	p.logger.Info("views snapshot written", "covered", h.CoveredSequence, "bytes", m.Size, "took", time.Since(start).Round(time.Millisecond))
+	p.logger.Info("views snapshot written", "covered", h.CoveredSequence, "bytes", m.Size, "stub_bytes", m.StubSize, "took", time.Since(start).Round(time.Millisecond))
 	return h.CoveredSequence, nil
 }
 

@@ -162,7 +162,7 @@ func TestASnapshotTheLogDoesNotBearOutIsRefused(t *testing.T) {
 			}
 			h, entries := readNewest(t, views)
 			seq, data := spoil(h, entries)
-			if _, err := views.Put(ctx, seq, time.Now(), func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+			if _, err := views.Put(ctx, seq, time.Now(), func(w, _ io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 				t.Fatal(err)
 			}
 			second := startPlane(t, env.Log, env.Logger, state.Config{Views: views})
@@ -223,7 +223,7 @@ func TestSnapshotsNeverGoBack(t *testing.T) {
 		t.Fatalf("the newest stored: %v (%v); want %d after %d", newest, err, y, x)
 	}
 	// A write of an older snapshot leaves the newer the newest.
-	if _, err := views.Put(ctx, x, time.Now(), func(w io.Writer) error { return nil }); err != nil {
+	if _, err := views.Put(ctx, x, time.Now(), func(_, _ io.Writer) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if newest, err := views.Newest(ctx); err != nil || newest.CoveredSequence != y {
@@ -328,12 +328,12 @@ func TestTwoWritesOfOneSequenceDoNotMix(t *testing.T) {
 	chunk := bytes.Repeat([]byte("a"), 256<<10)
 	other := bytes.Repeat([]byte("b"), 2*len(chunk))
 	at := time.Unix(1_800_000_000, 0)
-	_, err := views.Put(ctx, 7, at, func(w io.Writer) error {
+	_, err := views.Put(ctx, 7, at, func(w, _ io.Writer) error {
 		if _, err := w.Write(chunk); err != nil {
 			return err
 		}
 		// The other writer puts all of its snapshot of 7 meanwhile.
-		if _, err := views.Put(ctx, 7, at.Add(time.Millisecond), func(w io.Writer) error { _, err := w.Write(other); return err }); err != nil {
+		if _, err := views.Put(ctx, 7, at.Add(time.Millisecond), func(w, _ io.Writer) error { _, err := w.Write(other); return err }); err != nil {
 			return err
 		}
 		_, err := w.Write(chunk)

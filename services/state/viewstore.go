@@ -60,9 +60,17 @@ func manifestKey(covered uint64) string { return fmt.Sprintf("v%d.m", covered) }
 // when it was written, both in its manifest) as well as its place: two
 // replicas that write a snapshot of the same sequence at once, or one
 // that refreshes the newest, never put chunks under the other's manifest.
-func chunkKey(covered uint64, at time.Time, i int) string {
-	return fmt.Sprintf("v%d.%d.c%d", covered, at.UnixNano(), i)
+// The part (hotPart or stubPart) is the key's letter before its place.
+func chunkKey(covered uint64, at time.Time, part byte, i int) string {
+	return fmt.Sprintf("v%d.%d.%c%d", covered, at.UnixNano(), part, i)
 }
+
+// A snapshot's two parts (format 3): the views a plane needs to serve,
+// and the evicted tasks' stubs, which it loads while it serves.
+const (
+	hotPart  = 'c'
+	stubPart = 's'
+)
 
 // Newest returns the manifest of the newest snapshot, nil when there is
 // none.
@@ -93,18 +101,25 @@ func (s *ViewStore) Manifest(ctx context.Context, covered uint64) (*stewardv1.Vi
 	return m, proto.Unmarshal(e.Value(), m)
 }
 
-// Put stores, as the snapshot covering covered, what write writes, a
-// chunk at a time as it fills, then makes it the newest unless a newer
-// one is stored by then. It returns the manifest written.
-func (s *ViewStore) Put(ctx context.Context, covered uint64, at time.Time, write func(io.Writer) error) (*stewardv1.ViewsSnapshotManifest, error) {
-	w := &chunkWriter{ctx: ctx, kv: s.kv, covered: covered, at: at, sum: sha256.New()}
-	if err := write(w); err != nil {
+// Put stores, as the snapshot covering covered, what write writes to
+// its two parts (hot, then the stubs: viewstore's hotPart and
+// stubPart), a chunk at a time as each fills, then makes it the newest
+// unless a newer one is stored by then. It returns the manifest written.
+func (s *ViewStore) Put(ctx context.Context, covered uint64, at time.Time, write func(hot, stubs io.Writer) error) (*stewardv1.ViewsSnapshotManifest, error) {
+	hot := &chunkWriter{ctx: ctx, kv: s.kv, covered: covered, at: at, part: hotPart, sum: sha256.New()}
+	stubs := &chunkWriter{ctx: ctx, kv: s.kv, covered: covered, at: at, part: stubPart, sum: sha256.New()}
+	if err := write(hot, stubs); err != nil {
 		return nil, err
 	}
-	if err := w.flush(); err != nil {
-		return nil, err
+	for _, w := range []*chunkWriter{hot, stubs} {
+		if err := w.flush(); err != nil {
+			return nil, err
+		}
 	}
-	m := &stewardv1.ViewsSnapshotManifest{CoveredSequence: covered, Chunks: uint32(w.chunks), Size: w.size, Sha256: w.sum.Sum(nil), WrittenAt: timestamppb.New(at)}
+	m := &stewardv1.ViewsSnapshotManifest{CoveredSequence: covered, Chunks: uint32(hot.chunks), Size: hot.size, Sha256: hot.sum.Sum(nil), WrittenAt: timestamppb.New(at)}
+	if stubs.chunks > 0 {
+		m.StubChunks, m.StubSize, m.StubSha256 = uint32(stubs.chunks), stubs.size, stubs.sum.Sum(nil)
+	}
 	data, err := proto.Marshal(m)
 	if err != nil {
 		return nil, err
@@ -146,6 +161,7 @@ type chunkWriter struct {
 	kv      jetstream.KeyValue
 	covered uint64
 	at      time.Time
+	part    byte
 	buf     bytes.Buffer
 	chunks  int
 	size    uint64
@@ -171,7 +187,7 @@ func (w *chunkWriter) flush() error {
 	if w.buf.Len() == 0 {
 		return nil
 	}
-	if _, err := w.kv.Put(w.ctx, chunkKey(w.covered, w.at, w.chunks), w.buf.Bytes()); err != nil {
+	if _, err := w.kv.Put(w.ctx, chunkKey(w.covered, w.at, w.part, w.chunks), w.buf.Bytes()); err != nil {
 		return fmt.Errorf("put chunk %d: %w", w.chunks, err)
 	}
 	w.sum.Write(w.buf.Bytes())
@@ -181,32 +197,41 @@ func (w *chunkWriter) flush() error {
 	return nil
 }
 
-// Open returns a reader of m's snapshot, which gets its chunks as they
-// are read and fails at the end if their bytes are not those m names.
+// Open returns a reader of m's snapshot (its first part, hotPart), which
+// gets its chunks as they are read and fails at the end if their bytes
+// are not those m names.
 func (s *ViewStore) Open(ctx context.Context, m *stewardv1.ViewsSnapshotManifest) io.Reader {
-	return &chunkReader{ctx: ctx, kv: s.kv, m: m, sum: sha256.New()}
+	return &chunkReader{ctx: ctx, kv: s.kv, m: m, part: hotPart, chunks: int(m.Chunks), want: m.Sha256, sum: sha256.New()}
+}
+
+// OpenStubs is Open of the snapshot's stubs part, empty when it has none.
+func (s *ViewStore) OpenStubs(ctx context.Context, m *stewardv1.ViewsSnapshotManifest) io.Reader {
+	return &chunkReader{ctx: ctx, kv: s.kv, m: m, part: stubPart, chunks: int(m.StubChunks), want: m.StubSha256, sum: sha256.New()}
 }
 
 type chunkReader struct {
-	ctx  context.Context
-	kv   jetstream.KeyValue
-	m    *stewardv1.ViewsSnapshotManifest
-	next int
-	rest []byte
-	sum  hash.Hash
+	ctx    context.Context
+	kv     jetstream.KeyValue
+	m      *stewardv1.ViewsSnapshotManifest
+	part   byte
+	chunks int
+	want   []byte
+	next   int
+	rest   []byte
+	sum    hash.Hash
 }
 
 func (r *chunkReader) Read(p []byte) (int, error) {
 	for len(r.rest) == 0 {
-		if r.next == int(r.m.Chunks) {
-			if !bytes.Equal(r.sum.Sum(nil), r.m.Sha256) {
+		if r.next == r.chunks {
+			if r.chunks > 0 && !bytes.Equal(r.sum.Sum(nil), r.want) {
 				return 0, fmt.Errorf("snapshot %d: its chunks are not the bytes its manifest names", r.m.CoveredSequence)
 			}
 			return 0, io.EOF
 		}
-		e, err := r.kv.Get(r.ctx, chunkKey(r.m.CoveredSequence, r.m.WrittenAt.AsTime(), r.next))
+		e, err := r.kv.Get(r.ctx, chunkKey(r.m.CoveredSequence, r.m.WrittenAt.AsTime(), r.part, r.next))
 		if err != nil {
-			return 0, fmt.Errorf("snapshot %d, chunk %d: %w", r.m.CoveredSequence, r.next, err)
+			return 0, fmt.Errorf("snapshot %d, chunk %c%d: %w", r.m.CoveredSequence, r.part, r.next, err)
 		}
 		r.rest = e.Value()
 		r.sum.Write(r.rest)

@@ -26,7 +26,8 @@ const (
 // ViewsSnapshotHeader opens a snapshot of the state plane's task views
 // (docs/snapshots.md): the bytes of a snapshot's chunks in the STEWARD_STATE_VIEWS
 // KV bucket, this header then one TaskViewSnapshot per task, each length-delimited,
-// in the tasks' creation order. A plane starts from the newest snapshot
+// in the tasks' creation order; from format 3 on, the evicted tasks' entries
+// are in a second part of their own (ViewsSnapshotManifest.stub_chunks). A plane starts from the newest snapshot
 // it can read and check, then folds the log after covered_sequence.
 type ViewsSnapshotHeader struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -136,7 +137,11 @@ type TaskViewSnapshot struct {
 	// plane keeps only its stub — its summary, with its decisions' flags
 	// alone — in task, and reads the rest from the log. Without the
 	// recoveries' open marks (unknown_since, stalled_at): it has ended.
-	Evicted       bool `protobuf:"varint,13,opt,name=evicted,proto3" json:"evicted,omitempty"`
+	Evicted bool `protobuf:"varint,13,opt,name=evicted,proto3" json:"evicted,omitempty"`
+	// Its place in the tasks' creation order, counted over both parts of
+	// the snapshot (format 3): the stubs part is loaded after the plane
+	// serves, and each stub goes back to its place in the lists.
+	Position      uint64 `protobuf:"varint,14,opt,name=position,proto3" json:"position,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -262,6 +267,13 @@ func (x *TaskViewSnapshot) GetEvicted() bool {
 	return false
 }
 
+func (x *TaskViewSnapshot) GetPosition() uint64 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
 // ViewsSnapshotManifest names a snapshot's chunks in the STEWARD_STATE_VIEWS
 // bucket: keys v<covered>.<written_at in unix ns>.c<0…chunks-1>, whose bytes, in order, are the
 // snapshot (ViewsSnapshotHeader then its entries).
@@ -275,7 +287,14 @@ type ViewsSnapshotManifest struct {
 	WrittenAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=written_at,json=writtenAt,proto3" json:"written_at,omitempty"`
 	// The snapshot this one replaced as the newest, for a start that
 	// refuses this one; 0 for none.
-	Previous      uint64 `protobuf:"varint,6,opt,name=previous,proto3" json:"previous,omitempty"`
+	Previous uint64 `protobuf:"varint,6,opt,name=previous,proto3" json:"previous,omitempty"`
+	// The stubs part (format 3): the evicted tasks' entries, length-delimited,
+	// in creation order, under keys v<covered>.<written_at>.s<0…stub_chunks-1>.
+	// A plane serves once the first part and the log after it are folded,
+	// and loads this part while it serves (docs/snapshots.md).
+	StubChunks    uint32 `protobuf:"varint,7,opt,name=stub_chunks,json=stubChunks,proto3" json:"stub_chunks,omitempty"`
+	StubSize      uint64 `protobuf:"varint,8,opt,name=stub_size,json=stubSize,proto3" json:"stub_size,omitempty"`
+	StubSha256    []byte `protobuf:"bytes,9,opt,name=stub_sha256,json=stubSha256,proto3" json:"stub_sha256,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -352,6 +371,27 @@ func (x *ViewsSnapshotManifest) GetPrevious() uint64 {
 	return 0
 }
 
+func (x *ViewsSnapshotManifest) GetStubChunks() uint32 {
+	if x != nil {
+		return x.StubChunks
+	}
+	return 0
+}
+
+func (x *ViewsSnapshotManifest) GetStubSize() uint64 {
+	if x != nil {
+		return x.StubSize
+	}
+	return 0
+}
+
+func (x *ViewsSnapshotManifest) GetStubSha256() []byte {
+	if x != nil {
+		return x.StubSha256
+	}
+	return nil
+}
+
 var File_steward_v1_views_snapshot_proto protoreflect.FileDescriptor
 
 const file_steward_v1_views_snapshot_proto_rawDesc = "" +
@@ -364,7 +404,7 @@ const file_steward_v1_views_snapshot_proto_rawDesc = "" +
 	"\x10covered_sequence\x18\x03 \x01(\x04R\x0fcoveredSequence\x129\n" +
 	"\n" +
 	"written_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\twrittenAt\x12\x18\n" +
-	"\askipped\x18\x05 \x01(\x04R\askipped\"\xac\x05\n" +
+	"\askipped\x18\x05 \x01(\x04R\askipped\"\xc8\x05\n" +
 	"\x10TaskViewSnapshot\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12$\n" +
 	"\x04task\x18\x02 \x01(\v2\x10.steward.v1.TaskR\x04task\x12%\n" +
@@ -380,10 +420,11 @@ const file_steward_v1_views_snapshot_proto_rawDesc = "" +
 	"\runknown_since\x18\v \x03(\v2..steward.v1.TaskViewSnapshot.UnknownSinceEntryR\funknownSince\x129\n" +
 	"\n" +
 	"stalled_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tstalledAt\x12\x18\n" +
-	"\aevicted\x18\r \x01(\bR\aevicted\x1a[\n" +
+	"\aevicted\x18\r \x01(\bR\aevicted\x12\x1a\n" +
+	"\bposition\x18\x0e \x01(\x04R\bposition\x1a[\n" +
 	"\x11UnknownSinceEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
-	"\x05value\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05value:\x028\x01\"\xdd\x01\n" +
+	"\x05value\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05value:\x028\x01\"\xbc\x02\n" +
 	"\x15ViewsSnapshotManifest\x12)\n" +
 	"\x10covered_sequence\x18\x01 \x01(\x04R\x0fcoveredSequence\x12\x16\n" +
 	"\x06chunks\x18\x02 \x01(\rR\x06chunks\x12\x12\n" +
@@ -391,7 +432,12 @@ const file_steward_v1_views_snapshot_proto_rawDesc = "" +
 	"\x06sha256\x18\x04 \x01(\fR\x06sha256\x129\n" +
 	"\n" +
 	"written_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\twrittenAt\x12\x1a\n" +
-	"\bprevious\x18\x06 \x01(\x04R\bpreviousB\xaa\x01\n" +
+	"\bprevious\x18\x06 \x01(\x04R\bprevious\x12\x1f\n" +
+	"\vstub_chunks\x18\a \x01(\rR\n" +
+	"stubChunks\x12\x1b\n" +
+	"\tstub_size\x18\b \x01(\x04R\bstubSize\x12\x1f\n" +
+	"\vstub_sha256\x18\t \x01(\fR\n" +
+	"stubSha256B\xaa\x01\n" +
 	"\x0ecom.steward.v1B\x12ViewsSnapshotProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"

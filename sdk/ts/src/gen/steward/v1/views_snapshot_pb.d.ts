@@ -16,7 +16,8 @@ export declare const file_steward_v1_views_snapshot: GenFile;
  * ViewsSnapshotHeader opens a snapshot of the state plane's task views
  * (docs/snapshots.md): the bytes of a snapshot's chunks in the STEWARD_STATE_VIEWS
  * KV bucket, this header then one TaskViewSnapshot per task, each length-delimited,
- * in the tasks' creation order. A plane starts from the newest snapshot
+ * in the tasks' creation order; from format 3 on, the evicted tasks' entries
+ * are in a second part of their own (ViewsSnapshotManifest.stub_chunks). A plane starts from the newest snapshot
  * it can read and check, then folds the log after covered_sequence.
  *
  * @generated from message steward.v1.ViewsSnapshotHeader
@@ -150,6 +151,15 @@ export declare type TaskViewSnapshot = Message<"steward.v1.TaskViewSnapshot"> & 
    * @generated from field: bool evicted = 13;
    */
   evicted: boolean;
+
+  /**
+   * Its place in the tasks' creation order, counted over both parts of
+   * the snapshot (format 3): the stubs part is loaded after the plane
+   * serves, and each stub goes back to its place in the lists.
+   *
+   * @generated from field: uint64 position = 14;
+   */
+  position: bigint;
 };
 
 /**
@@ -200,6 +210,26 @@ export declare type ViewsSnapshotManifest = Message<"steward.v1.ViewsSnapshotMan
    * @generated from field: uint64 previous = 6;
    */
   previous: bigint;
+
+  /**
+   * The stubs part (format 3): the evicted tasks' entries, length-delimited,
+   * in creation order, under keys v<covered>.<written_at>.s<0…stub_chunks-1>.
+   * A plane serves once the first part and the log after it are folded,
+   * and loads this part while it serves (docs/snapshots.md).
+   *
+   * @generated from field: uint32 stub_chunks = 7;
+   */
+  stubChunks: number;
+
+  /**
+   * @generated from field: uint64 stub_size = 8;
+   */
+  stubSize: bigint;
+
+  /**
+   * @generated from field: bytes stub_sha256 = 9;
+   */
+  stubSha256: Uint8Array;
 };
 
 /**
