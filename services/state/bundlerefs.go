@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -43,8 +44,15 @@ func (r *bundleRefs) noteEvent(ev *stewardv1.Event) {
 	}
 }
 
-// noteTask notes the requests, results and tools of t's actions.
+// noteTask notes the requests, results and tools of t's actions, and the
+// content of its artifacts Steward stores (with the results: archiving a
+// task purges its keys in the results bucket, docs/archives.md).
 func (r *bundleRefs) noteTask(t *stewardv1.Task) {
+	for _, a := range t.Artifacts {
+		if strings.HasPrefix(a.Uri, storedPrefix) {
+			r.results[a.Sha256] = storedRef{a.Uri, a.Sha256}
+		}
+	}
 	for _, a := range t.Actions {
 		if a.RequestRef != "" {
 			r.requests[a.RequestHash] = storedRef{a.RequestRef, a.RequestHash}
