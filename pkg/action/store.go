@@ -47,6 +47,30 @@ type Store struct {
 	kv   jetstream.KeyValue
 	name string
 	js   jetstream.JetStream
+	// shared: Put writes the hash-alone key (Shared).
+	shared bool
+}
+
+// Shared returns s writing new content under its hash alone, the key form
+// of the builds before keys named their task, which read no other: for a
+// rolling upgrade from such a build (steward --content-keys=shared,
+// docs/compatibility.md), while an earlier replica may read what this one
+// writes. Archives leave content under such keys (docs/archives.md). Both
+// forms read either way.
+func (s *Store) Shared() *Store {
+	c := *s
+	c.shared = true
+	return &c
+}
+
+// RefOf is the reference Put gives taskID's content of hash.
+func (s *Store) RefOf(taskID, hash string) string { return s.stored(taskID, hash).String() }
+
+func (s *Store) stored(taskID, hash string) StoredRef {
+	if s.shared {
+		taskID = ""
+	}
+	return StoredRef{Bucket: s.name, TaskID: taskID, Hash: hash}
 }
 
 // OpenStore opens (creating if missing) a content bucket. It is
@@ -78,11 +102,11 @@ func (s *Store) Put(ctx context.Context, taskID string, data []byte) (ref, hash 
 		return "", "", errs.New(errs.Internal, "store content of %s: %s", errs.Quote(taskID), eventlog.TaskIDRule)
 	}
 	h := RequestHash(data)
-	key := Key(taskID, h)
-	if _, err := s.kv.Create(ctx, key, data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		return "", "", errs.Wrap(errs.Unavailable, err, "store %s", key)
+	r := s.stored(taskID, h)
+	if _, err := s.kv.Create(ctx, r.Key(), data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return "", "", errs.Wrap(errs.Unavailable, err, "store %s", r.Key())
 	}
-	return Ref(s.name, taskID, h), h, nil
+	return r.String(), h, nil
 }
 
 // Get returns the bytes stored under ref after checking that they still

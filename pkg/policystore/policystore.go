@@ -51,6 +51,18 @@ const (
 type Store struct {
 	kv jetstream.KeyValue
 	js jetstream.JetStream
+	// shared: PutInput writes input.<hash> (Shared).
+	shared bool
+}
+
+// Shared returns s keeping new inputs under input.<hash>, the key of the
+// builds before inputs were keyed by task, which read no other: for a
+// rolling upgrade from such a build (steward --content-keys=shared,
+// docs/compatibility.md). Archives leave such inputs. Input reads both.
+func (s *Store) Shared() *Store {
+	c := *s
+	c.shared = true
+	return &c
 }
 
 // Open opens (creating if missing) the bucket on js.
@@ -81,6 +93,9 @@ func (s *Store) PutInput(ctx context.Context, taskID string, canonical []byte) (
 		return "", errs.New(errs.Internal, "keep a policy input of %s: %s", errs.Quote(taskID), eventlog.TaskIDRule)
 	}
 	h := InputHash(canonical)
+	if s.shared {
+		return h, s.create(ctx, inputKey+h, canonical)
+	}
 	return h, s.create(ctx, TaskInputs(taskID)+h, canonical)
 }
 

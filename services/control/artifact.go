@@ -108,7 +108,7 @@ func (ac *acceptance) admitArtifact(ctx context.Context, principal string, req *
 		return nil, errs.New(errs.FailedPrecondition, "this control plane keeps no artifact content: submit it by reference (uri, sha256, size_bytes)")
 	}
 	if inline {
-		a.Uri = action.Ref(action.ResultBucket, req.TaskId, a.Sha256) // where Put stores it: the check's uri
+		a.Uri = ac.results.RefOf(req.TaskId, a.Sha256) // where Put stores it: the check's uri
 	}
 	t, _, err := ac.tasks.Load(ctx, req.TaskId)
 	if err != nil {
