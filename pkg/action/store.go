@@ -174,3 +174,18 @@ func (s *Store) Keep(ctx context.Context, taskID string, data []byte) (inline []
 	ref, hash, err = s.Put(ctx, taskID, data)
 	return nil, ref, hash, err
 }
+
+// CopyTo stores the content at ref, checked against hash, under taskID's
+// own key, whatever form s writes: a fork reads what it carries from its
+// parent there (task.OwnRef), after the parent's keys are purged.
+func (s *Store) CopyTo(ctx context.Context, ref, hash, taskID string) error {
+	data, err := s.Get(ctx, ref, hash)
+	if err != nil {
+		return err
+	}
+	key := Key(taskID, hash)
+	if _, err := s.kv.Create(ctx, key, data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return errs.Wrap(errs.Unavailable, err, "store %s", key)
+	}
+	return nil
+}
