@@ -10,18 +10,24 @@ import (
 	"connectrpc.com/connect"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/bucket"
 	"github.com/steward-run/steward/pkg/embedded"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/natsperm"
+	"github.com/steward-run/steward/pkg/policystore"
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // TestArchiveEndToEnd runs the real binary with an archive: a task that
 // called a tool (its request and result stored by reference) and its
-// sub-task end; a live task does not, and its ended sub-task is kept with
+// sub-task end; a live task does not (it stored the same request, and
+// the same result, under its own keys), and its ended sub-task is kept with
 // it, since the tree goes whole or not at all. `steward archive run` keeps all of
 // them while they are younger than the retention, then archives the
-// ended tree (not the live task) and purges it from the log; GetTask,
+// ended tree (not the live task) and purges it from the log, and its
+// stored requests, results and policy inputs from their buckets, the live
+// task's staying; GetTask,
 // GetReceipt and `steward audit verify --task` still answer from the
 // archive, the bundle verifies offline, and another tenant's caller gets
 // not found. Retention is per tenant: globex's task stays while its own
@@ -40,6 +46,8 @@ func TestArchiveEndToEnd(t *testing.T) {
 	parentID, childID := endedTree(t, agent)
 	live := createTask(t, agent.clients, "archive-live").Contract.TaskId
 	waitStatus(t, agent.clients, live, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	same := propose(t, agent, live, "big", "search", map[string]any{"q": strings.Repeat("incident ", 200)}) // as the parent's
+	waitAction(t, agent.clients, live, same.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 	sub := contract()
 	sub.Budget = &stewardv1.Budget{MaxTokens: 10_000}
 	ended, err := agent.tasks.DelegateTask(ctx, connect.NewRequest(&stewardv1.DelegateTaskRequest{
@@ -63,6 +71,10 @@ func TestArchiveEndToEnd(t *testing.T) {
 	if out := archiveRun(adminToken, "1000h"); !strings.Contains(out, "archived 0 trees") || onLog(t, js, parentID) == 0 {
 		t.Fatalf("a run before the retention passed:\n%s", out)
 	}
+	before := stored(t, js, parentID)
+	if before[action.RequestBucket] == 0 || before[action.ResultBucket] == 0 || before[policystore.Bucket] == 0 {
+		t.Fatalf("before the run the buckets hold %v of the parent; want its request, result and policy input", before)
+	}
 	out := archiveRun(adminToken, "1ms,globex=1000h")
 	if !strings.Contains(out, "archived 1 trees (2 tasks") || !strings.Contains(out, "kept "+liveChild+": task "+live+" of the tree is TASK_STATUS_RUNNING") {
 		t.Fatalf("archive run:\n%s", out)
@@ -71,6 +83,14 @@ func TestArchiveEndToEnd(t *testing.T) {
 		if held := onLog(t, js, id) > 0; held != want {
 			t.Errorf("after the run the log holds task %s: %v, want %v", id, held, want)
 		}
+	}
+	for _, id := range []string{parentID, childID} {
+		if got := stored(t, js, id); len(got) != 0 {
+			t.Errorf("after the run the buckets hold %v of archived task %s", got, id)
+		}
+	}
+	if got := stored(t, js, live); got[action.RequestBucket] == 0 || got[action.ResultBucket] == 0 || got[policystore.Bucket] == 0 {
+		t.Errorf("after the run the buckets hold %v of the live task, which stored what the parent did", got)
 	}
 
 	got, err := agent.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: parentID}))
@@ -155,14 +175,33 @@ func cancelTask(t *testing.T, c authed, taskID string) {
 	waitStatus(t, c.clients, taskID, stewardv1.TaskStatus_TASK_STATUS_CANCELLED)
 }
 
+// stored is how many keys of taskID each content bucket holds (none
+// listed when it holds none).
+func stored(t *testing.T, js jetstream.JetStream, taskID string) map[string]uint64 {
+	t.Helper()
+	out := map[string]uint64{}
+	for b, keys := range map[string]string{action.RequestBucket: taskID + ".>", action.ResultBucket: taskID + ".>", policystore.Bucket: policystore.TaskInputs(taskID) + ">"} {
+		if n := heldOn(t, js, bucket.StreamName(b), bucket.Subject(b, keys)); n > 0 {
+			out[b] = n
+		}
+	}
+	return out
+}
+
 // onLog is how many events of taskID the log holds.
 func onLog(t *testing.T, js jetstream.JetStream, taskID string) uint64 {
 	t.Helper()
-	s, err := js.Stream(context.Background(), "STEWARD_EVENTS")
+	return heldOn(t, js, "STEWARD_EVENTS", "steward.task."+taskID+".>")
+}
+
+// heldOn is how many messages stream holds on subject.
+func heldOn(t *testing.T, js jetstream.JetStream, stream, subject string) uint64 {
+	t.Helper()
+	s, err := js.Stream(context.Background(), stream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := s.Info(context.Background(), jetstream.WithSubjectFilter("steward.task."+taskID+".>"))
+	info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(subject))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,16 +3,16 @@ package action
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/steward-run/steward/pkg/bucket"
 	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/eventlog"
 )
 
-// The content-addressed buckets: values keyed by their SHA-256, written
-// once, never changed.
+// The content buckets: values keyed by the task they are content of and
+// their SHA-256 (Key), written once, never changed.
 const (
 	// RequestBucket holds canonical requests (an action's request_ref).
 	RequestBucket = "STEWARD_REQUESTS"
@@ -41,56 +41,92 @@ const MaxResult = 4 << 20
 // carried inline (same bound, same reasons).
 func Inline(n int) bool { return n > 0 && n <= MaxInlineRequest }
 
-// Store keeps immutable blobs by hash in one KV bucket. It is safe for
-// concurrent use.
+// Store keeps immutable blobs by task and hash in one KV bucket. It is
+// safe for concurrent use.
 type Store struct {
-	kv     jetstream.KeyValue
-	prefix string
-	js     jetstream.JetStream
+	kv   jetstream.KeyValue
+	name string
+	js   jetstream.JetStream
+	// shared: Put writes the hash-alone key (Shared).
+	shared bool
 }
 
-// OpenStore opens (creating if missing) a content-addressed bucket. It is
+// Shared returns s writing new content under its hash alone, the key form
+// of the builds before keys named their task, which read no other: for a
+// rolling upgrade from such a build (steward --content-keys=shared,
+// docs/compatibility.md), while an earlier replica may read what this one
+// writes. Archives leave content under such keys (docs/archives.md). Both
+// forms read either way.
+func (s *Store) Shared() *Store {
+	c := *s
+	c.shared = true
+	return &c
+}
+
+// RefOf is the reference Put gives taskID's content of hash.
+func (s *Store) RefOf(taskID, hash string) string { return s.stored(taskID, hash).String() }
+
+func (s *Store) stored(taskID, hash string) StoredRef {
+	if s.shared {
+		taskID = ""
+	}
+	return StoredRef{Bucket: s.name, TaskID: taskID, Hash: hash}
+}
+
+// OpenStore opens (creating if missing) a content bucket. It is
 // write-once (bucket.Config.WriteOnce): a key's bytes, once stored, are
-// there for good, whichever plane wrote them.
+// there for good, whichever plane wrote them, until the archiver purges
+// its task's keys (bucket.Config.Purgeable, docs/archives.md).
 func OpenStore(ctx context.Context, js jetstream.JetStream, cfg bucket.Config) (*Store, error) {
-	cfg.WriteOnce = true
+	cfg.WriteOnce, cfg.Purgeable = true, true
 	if cfg.Description == "" {
-		cfg.Description = "Steward content-addressed blobs, by SHA-256"
+		cfg.Description = "Steward content by task and SHA-256"
 	}
 	kv, err := bucket.Open(ctx, js, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Store{kv: kv, prefix: "kv://" + cfg.Name + "/", js: js}, nil
+	return &Store{kv: kv, name: cfg.Name, js: js}, nil
 }
 
-// Put stores data and returns its reference and hash. Bytes stored before
-// under the same key are the same bytes: the key is their hash, and a
-// store refuses to overwrite a key. So a second Put of them is a success,
-// which costs two round trips (the refusal and a read) instead of one.
-func (s *Store) Put(ctx context.Context, data []byte) (ref, hash string, err error) {
-	h := RequestHash(data)
-	if _, err := s.kv.Create(ctx, h, data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		return "", "", errs.Wrap(errs.Unavailable, err, "store %s", h)
+// Put stores data as content of task taskID and returns its reference
+// (kv://BUCKET/<task id>.<hash>) and hash. The key names the task so that
+// archiving a task can purge its content (`<task id>.>`) without touching
+// another task's, even one holding the same bytes: each task has its own
+// copy, and identical content is no longer shared across tasks. Bytes
+// stored before under the same key are the same bytes, and a store
+// refuses to overwrite a key, so a second Put of them is a success, which
+// costs two round trips (the refusal and a read) instead of one.
+func (s *Store) Put(ctx context.Context, taskID string, data []byte) (ref, hash string, err error) {
+	if !eventlog.ValidTaskID(taskID) {
+		return "", "", errs.New(errs.Internal, "store content of %s: %s", errs.Quote(taskID), eventlog.TaskIDRule)
 	}
-	return s.prefix + h, h, nil
+	h := RequestHash(data)
+	r := s.stored(taskID, h)
+	if _, err := s.kv.Create(ctx, r.Key(), data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return "", "", errs.Wrap(errs.Unavailable, err, "store %s", r.Key())
+	}
+	return r.String(), h, nil
 }
 
 // Get returns the bytes stored under ref after checking that they still
 // hash to wantHash: the execution plane calls it before every dispatch.
 func (s *Store) Get(ctx context.Context, ref, wantHash string) ([]byte, error) {
-	h, ok := strings.CutPrefix(ref, s.prefix)
-	if !ok {
-		return nil, errs.New(errs.Corrupt, "%s is not a reference into %s", errs.Quote(ref), s.prefix)
+	r, err := ParseRef(ref)
+	if err != nil || r.Bucket != s.name {
+		return nil, errs.New(errs.Corrupt, "%s is not a reference into %s", errs.Quote(ref), s.name)
 	}
-	data, err := s.value(ctx, h)
+	if r.Hash != wantHash {
+		return nil, errs.New(errs.Corrupt, "%s names %s, not %s", ref, r.Hash, wantHash)
+	}
+	data, err := s.value(ctx, r.Key())
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, errs.New(errs.Corrupt, "%s is missing from the store", ref)
 	}
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "read %s", ref)
 	}
-	if got := RequestHash(data); got != wantHash || h != wantHash {
+	if got := RequestHash(data); got != wantHash {
 		return nil, errs.New(errs.Corrupt, "%s hashes to %s, not %s", ref, got, wantHash)
 	}
 	return data, nil
@@ -131,10 +167,25 @@ func (s *Store) read(ctx context.Context, what string, inline []byte, ref, wantH
 
 // Keep returns how data travels: inline (data itself, no ref) when it is
 // small enough (Inline), else stored (its ref); and its hash either way.
-func (s *Store) Keep(ctx context.Context, data []byte) (inline []byte, ref, hash string, err error) {
+func (s *Store) Keep(ctx context.Context, taskID string, data []byte) (inline []byte, ref, hash string, err error) {
 	if Inline(len(data)) {
 		return data, "", RequestHash(data), nil
 	}
-	ref, hash, err = s.Put(ctx, data)
+	ref, hash, err = s.Put(ctx, taskID, data)
 	return nil, ref, hash, err
+}
+
+// CopyTo stores the content at ref, checked against hash, under taskID's
+// own key, whatever form s writes: a fork reads what it carries from its
+// parent there (task.OwnRef), after the parent's keys are purged.
+func (s *Store) CopyTo(ctx context.Context, ref, hash, taskID string) error {
+	data, err := s.Get(ctx, ref, hash)
+	if err != nil {
+		return err
+	}
+	key := Key(taskID, hash)
+	if _, err := s.kv.Create(ctx, key, data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return errs.Wrap(errs.Unavailable, err, "store %s", key)
+	}
+	return nil
 }

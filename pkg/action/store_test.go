@@ -33,7 +33,7 @@ func TestRequestChecksTheHashInlineOrStored(t *testing.T) {
 	ctx := context.Background()
 	small := []byte(`{"params":{},"target":"t","task_id":"t1","tool":"noop","tool_version":"1"}`)
 	large := []byte(`{"params":{"x":"` + strings.Repeat("a", action.MaxInlineRequest) + `"}}`)
-	ref, largeHash, err := e.Requests.Put(ctx, large)
+	ref, largeHash, err := e.Requests.Put(ctx, "t1", large)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestAStoredBlobStaysAsStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, hash, err := s.Put(ctx, []byte(`{"ok":true}`))
+	ref, hash, err := s.Put(ctx, "t1", []byte(`{"ok":true}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,19 +102,20 @@ func TestAStoredBlobStaysAsStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := kv.Purge(ctx, hash); err == nil {
+	key := action.Key("t1", hash)
+	if err := kv.Purge(ctx, key); err == nil {
 		t.Error("a purge of a stored blob was taken")
 	}
-	if err := kv.Delete(ctx, hash); err == nil {
+	if err := kv.Delete(ctx, key); err == nil {
 		t.Error("a delete of a stored blob was taken")
 	}
-	if _, err := kv.Put(ctx, hash, []byte("other bytes")); err == nil {
+	if _, err := kv.Put(ctx, key, []byte("other bytes")); err == nil {
 		t.Error("other bytes were put over a stored blob")
 	}
 	if _, err := bus.JS.PublishMsg(ctx, &nats.Msg{Subject: "$KV.TEST_BLOBS.x", Header: nats.Header{"Nats-Rollup": {"all"}}}); err == nil {
 		t.Error("a roll-up of the whole bucket was taken")
 	}
-	again, _, err := s.Put(ctx, []byte(`{"ok":true}`))
+	again, _, err := s.Put(ctx, "t1", []byte(`{"ok":true}`))
 	if err != nil || again != ref {
 		t.Fatalf("the same bytes again: %q, %v; want %q", again, err, ref)
 	}
@@ -122,10 +123,79 @@ func TestAStoredBlobStaysAsStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, h, err := other.Put(ctx, []byte(`{"ok":true}`)); err != nil || r != ref || h != hash {
+	if r, h, err := other.Put(ctx, "t1", []byte(`{"ok":true}`)); err != nil || r != ref || h != hash {
 		t.Fatalf("another store's Put of the same bytes: %q %q %v; want %q %q", r, h, err, ref, hash)
 	}
 	if got, err := other.Get(ctx, ref, hash); err != nil || string(got) != `{"ok":true}` {
 		t.Fatalf("another store's Get = %q, %v", got, err)
+	}
+}
+
+// TestContentIsKeptPerTask: a task's content is under a key that names
+// the task, so two tasks storing the same bytes hold two keys, each read
+// by its own reference; a reference of the older form (the hash alone)
+// still reads; a task id that is not one is refused before anything is
+// stored.
+func TestContentIsKeptPerTask(t *testing.T) {
+	bus := stewardtest.StartBus(t)
+	ctx := context.Background()
+	s, err := action.OpenStore(ctx, bus.JS, bucket.Config{Name: "TEST_TASKS"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte(`{"same":"bytes"}`)
+	refA, hash, err := s.Put(ctx, "task-a", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refB, _, err := s.Put(ctx, "task-b", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "kv://TEST_TASKS/task-a." + hash; refA != want || refB == refA {
+		t.Fatalf("refs %q and %q; want %q and another", refA, refB, want)
+	}
+	kv, err := bus.JS.KeyValue(ctx, "TEST_TASKS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range []string{"task-a", "task-b"} {
+		if e, err := kv.Get(ctx, action.Key(task, hash)); err != nil || !bytes.Equal(e.Value(), data) {
+			t.Errorf("key of %s: %v", task, err)
+		}
+	}
+	old := []byte(`{"stored":"before archives"}`)
+	oldHash := action.RequestHash(old)
+	if _, err := kv.Create(ctx, oldHash, old); err != nil {
+		t.Fatal(err)
+	}
+	for ref, want := range map[string][]byte{refA: data, refB: data, "kv://TEST_TASKS/" + oldHash: old} {
+		h := action.RequestHash(want)
+		if got, err := s.Get(ctx, ref, h); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("Get(%s) = %q, %v", ref, got, err)
+		}
+	}
+	if _, _, err := s.Put(ctx, "a.b", data); err == nil {
+		t.Error("content of task \"a.b\" was stored: its key would be read as another task's")
+	}
+	if _, err := s.Get(ctx, "kv://OTHER/task-a."+hash, hash); !errs.Is(err, errs.Corrupt) {
+		t.Errorf("a reference into another bucket: %v; want Corrupt", err)
+	}
+}
+
+func TestParseRef(t *testing.T) {
+	h := action.RequestHash([]byte("x"))
+	for ref, want := range map[string]action.StoredRef{
+		"kv://B/t1." + h: {Bucket: "B", TaskID: "t1", Hash: h},
+		"kv://B/" + h:    {Bucket: "B", Hash: h},
+	} {
+		if got, err := action.ParseRef(ref); err != nil || got != want || got.String() != ref {
+			t.Errorf("ParseRef(%q) = %+v, %v; want %+v", ref, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "s3://B/" + h, "kv://B/t1", "kv:///" + h, "kv://B/t.1." + h, "kv://B/t1." + h[1:], "kv://B/" + strings.ToUpper(h)} {
+		if r, err := action.ParseRef(bad); err == nil {
+			t.Errorf("ParseRef(%q) = %+v; want an error", bad, r)
+		}
 	}
 }

@@ -11,6 +11,8 @@
 //	tasks/<task id>               the root id of the tree the task is in
 //	tenants/_<tenant>/<root id>   the root id again, to list a tenant's trees
 //	                              (tenants/-/ for the default tenant)
+//	pending/<root id>             the tree's task ids while its events and
+//	                              content are purged (MarkPending)
 //
 // A bundle is written, read back and compared before its index entries,
 // and the index before anything is purged, so a crash at any point leaves
@@ -47,6 +49,9 @@ type Store interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 	// List returns the keys under prefix (which ends in "/"), sorted.
 	List(ctx context.Context, prefix string) ([]string, error)
+	// Delete removes key; a key it does not hold is no error. Only the
+	// marks of purges under way are deleted (pending/).
+	Delete(ctx context.Context, key string) error
 }
 
 // Archive reads and writes tasks' bundles in a Store.

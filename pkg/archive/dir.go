@@ -112,3 +112,15 @@ func (d *Dir) List(_ context.Context, prefix string) ([]string, error) {
 	}
 	return keys, nil // ReadDir sorts by name
 }
+
+// Delete removes key.
+func (d *Dir) Delete(_ context.Context, key string) error {
+	p, err := d.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}

@@ -18,12 +18,16 @@ var ErrLogRefusesPurges = errors.New("the log was created refusing purges, which
 
 // Purger removes what was archived from the hot streams, as the NATS
 // user natsperm.Archiver, which may purge and nothing else that writes.
+// A Purger is for one goroutine.
 type Purger struct {
-	js jetstream.JetStream
+	js       jetstream.JetStream
+	refusing map[string]bool // content buckets seen refusing purges
 }
 
 // NewPurger returns a Purger over js.
-func NewPurger(js jetstream.JetStream) *Purger { return &Purger{js: js} }
+func NewPurger(js jetstream.JetStream) *Purger {
+	return &Purger{js: js, refusing: map[string]bool{}}
+}
 
 // Held is what the archive holds of one task: how many of its events,
 // the newest at sequence Last.

@@ -104,3 +104,11 @@ func (s *S3) List(ctx context.Context, prefix string) ([]string, error) {
 	slices.Sort(keys)
 	return keys, nil
 }
+
+// Delete removes key (S3 answers a missing key with success).
+func (s *S3) Delete(ctx context.Context, key string) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	return s.client.RemoveObject(ctx, s.bucket, s.prefix+key, minio.RemoveObjectOptions{})
+}

@@ -72,6 +72,14 @@ func TestStores(t *testing.T) {
 			if keys, err := s.List(ctx, "tenants/none/"); err != nil || len(keys) != 0 {
 				t.Errorf("List of an empty prefix: %v, %v", keys, err)
 			}
+			for range 2 { // a second Delete finds nothing, and is no error
+				if err := s.Delete(ctx, "tenants/-/a"); err != nil {
+					t.Fatalf("Delete: %v", err)
+				}
+			}
+			if keys, err := s.List(ctx, "tenants/-/"); err != nil || !slices.Equal(keys, []string{"tenants/-/b"}) {
+				t.Errorf("List after a Delete: %v, %v", keys, err)
+			}
 			for _, bad := range []string{"../escape", "bundles/../../x", "/abs", ""} {
 				if err := s.Put(ctx, bad, []byte("x")); err == nil {
 					t.Errorf("Put %q was taken", bad)

@@ -222,9 +222,9 @@ func checkReferences(t *bundleTask, requests, results map[string][]byte, tools m
 	}
 }
 
-// storedRef is ref when it names hash in a store (kv://BUCKET/HASH).
+// storedRef is ref when it names hash in a store (action.ParseRef).
 func storedRef(ref, hash string) string {
-	if len(ref) > len(hash) && ref[len(ref)-len(hash)-1:] == "/"+hash {
+	if r, err := action.ParseRef(ref); err == nil && r.Hash == hash {
 		return ref
 	}
 	return ""

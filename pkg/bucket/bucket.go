@@ -3,9 +3,10 @@
 // JetStream honours headers NATS permissions do not see: on a bucket made
 // by jetstream.CreateKeyValue, anyone who may put one key may publish it
 // with `Nats-Rollup: all`, which purges every key. Buckets opened here
-// refuse roll-ups and purges (DenyPurge), and a write-once bucket refuses
-// a second write of a key — a put over it or a delete of it — so what is
-// stored stays as it was stored.
+// refuse roll-ups and purges (DenyPurge; a Purgeable bucket leaves the
+// purge API to NATS permissions, which give it to the archiver alone),
+// and a write-once bucket refuses a second write of a key — a put over it
+// or a delete of it — so what is stored stays as it was stored.
 //
 // A bucket of an earlier version, made without these, is used as it is:
 // Open logs a warning naming the command that fixes it, and a connection
@@ -35,6 +36,13 @@ type Config struct {
 	// content-addressed blobs and append-only records, whose writers
 	// create keys (KeyValue.Create) and never change them.
 	WriteOnce bool
+	// Purgeable leaves purges to NATS permissions, as the event log does:
+	// the content buckets, whose archived tasks' keys the archiver purges
+	// (docs/archives.md) and which no plane's user may purge
+	// (pkg/natsperm). Roll-ups stay refused, so a writer still cannot
+	// purge with a header; a bucket made refusing purges stays so
+	// (JetStream cannot lift DenyPurge) and is not warned about.
+	Purgeable bool
 	// Harden updates an existing bucket that allows roll-ups or purges,
 	// or (WriteOnce) second writes, to refuse them. Only for a connection
 	// allowed to update streams; a plane's user is not.
@@ -106,7 +114,7 @@ func StreamConfig(cfg Config) jetstream.StreamConfig {
 		Discard:              jetstream.DiscardNew,
 		DiscardNewPerSubject: cfg.WriteOnce,
 		DenyDelete:           true,
-		DenyPurge:            true,
+		DenyPurge:            !cfg.Purgeable,
 		AllowRollup:          false,
 	}
 }
@@ -115,12 +123,12 @@ func StreamConfig(cfg Config) jetstream.StreamConfig {
 // one value per key too: with a history of several, DiscardNewPerSubject
 // refuses only the write past the last.
 func safe(have, want jetstream.StreamConfig) bool {
-	return !have.AllowRollup && have.DenyPurge &&
+	return !have.AllowRollup && (have.DenyPurge || !want.DenyPurge) &&
 		(!want.DiscardNewPerSubject || have.DiscardNewPerSubject && have.Discard == jetstream.DiscardNew && have.MaxMsgsPerSubject == 1)
 }
 
 func harden(have, want jetstream.StreamConfig) jetstream.StreamConfig {
-	have.AllowRollup, have.DenyPurge = false, true
+	have.AllowRollup, have.DenyPurge = false, have.DenyPurge || want.DenyPurge
 	if want.DiscardNewPerSubject {
 		have.Discard, have.DiscardNewPerSubject, have.MaxMsgsPerSubject = jetstream.DiscardNew, true, 1
 	}
@@ -129,7 +137,10 @@ func harden(have, want jetstream.StreamConfig) jetstream.StreamConfig {
 
 // fix is the nats CLI command that makes an existing bucket's stream safe.
 func fix(want jetstream.StreamConfig) string {
-	cmd := "nats stream edit " + want.Name + " -f --no-allow-rollup --deny-purge"
+	cmd := "nats stream edit " + want.Name + " -f --no-allow-rollup"
+	if want.DenyPurge {
+		cmd += " --deny-purge"
+	}
 	if want.DiscardNewPerSubject {
 		cmd += " --discard new --discard-per-subject --max-msgs-per-subject 1"
 	}

@@ -83,3 +83,51 @@ func TestABucketOfAnEarlierVersion(t *testing.T) {
 		t.Errorf("Open of the fixed bucket: %v, logged %q", err, logged.String())
 	}
 }
+
+// TestAPurgeableBucket: a content bucket is made taking the purge API (the
+// archiver's, docs/archives.md) but still refusing roll-ups and second
+// writes; one made refusing purges before is opened as it is, with no
+// warning, since JetStream cannot lift DenyPurge and nothing is unsafe.
+func TestAPurgeableBucket(t *testing.T) {
+	bus := stewardtest.StartBus(t)
+	ctx := context.Background()
+	var logged bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logged, nil))
+	kv, err := bucket.Open(ctx, bus.JS, bucket.Config{Name: "P", WriteOnce: true, Purgeable: true, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Create(ctx, "t1.k", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := rollUp(ctx, bus.JS, "P"); err == nil {
+		t.Error("a roll-up was taken")
+	}
+	if _, err := kv.Put(ctx, "t1.k", []byte("2")); err == nil {
+		t.Error("a put over a key was taken")
+	}
+	s, err := bus.JS.Stream(ctx, bucket.StreamName("P"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.CachedInfo().Config; c.DenyPurge || !c.DenyDelete {
+		t.Fatalf("the stream has DenyPurge %v, DenyDelete %v; want false, true", c.DenyPurge, c.DenyDelete)
+	}
+	if err := s.Purge(ctx, jetstream.WithPurgeSubject("$KV.P.t1.>")); err != nil {
+		t.Fatalf("purge of a task's keys: %v", err)
+	}
+	if _, err := kv.Get(ctx, "t1.k"); err == nil {
+		t.Error("the purged key is still there")
+	}
+	if _, err := bucket.Open(ctx, bus.JS, bucket.Config{Name: "OLDP", WriteOnce: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, harden := range []bool{false, true} {
+		if _, err := bucket.Open(ctx, bus.JS, bucket.Config{Name: "OLDP", WriteOnce: true, Purgeable: true, Harden: harden, Logger: logger}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if logged.Len() > 0 {
+		t.Errorf("logged %q for a bucket made refusing purges", logged.String())
+	}
+}

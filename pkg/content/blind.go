@@ -9,7 +9,7 @@ import (
 )
 
 // StoredPrefix starts the URI of content in Steward's results store; the
-// rest of it is the content's plain SHA-256.
+// rest of it holds the content's plain SHA-256 (action.ParseRef).
 const StoredPrefix = "kv://" + action.ResultBucket + "/"
 
 // Blind takes a task's content out of the copy shown to one caller who
@@ -200,7 +200,7 @@ func (b Blind) approval(ap *stewardv1.Approval, d func(hash string) string) {
 }
 
 // Artifact keys a's sha256 and blanks the URI of content Steward stores,
-// which is named by its plain SHA-256. A URI elsewhere (s3://…) stays: it
+// which names its plain SHA-256. A URI elsewhere (s3://…) stays: it
 // names where the content is, and reading it there is that store's rule.
 func (b Blind) Artifact(taskID string, a *stewardv1.Artifact) {
 	a.Sha256 = b.digest(taskID, a.Sha256)

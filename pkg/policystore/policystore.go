@@ -4,15 +4,18 @@
 // "Audit bundles").
 //
 // Both live in one write-once KV bucket of their own, not on the log and
-// not among the results: an input is keyed by its SHA-256, which is the
-// snapshot's input_hash, so identical inputs — the same proposal
-// re-evaluated, a redelivery — share one key, where events on the log
-// would repeat it; and a bucket governance alone writes (pkg/natsperm)
-// keeps policy's facts out of the results store, which execution and
-// control write and GetResult serves. Keys carry no tenant: content
-// addressing makes a key useless to whoever does not already hold its
-// hash, and the state plane serves an input only with a task that
-// references it (AuditService.ExportBundle).
+// not among the results: an input is keyed by its task and its SHA-256,
+// which is the snapshot's input_hash (input.<task id>.<hash>), so
+// identical inputs of a task — the same proposal re-evaluated, a
+// redelivery — share one key, where events on the log would repeat it,
+// and archiving the task purges its inputs (input.<task id>.>) and no
+// other task's; and a bucket governance alone writes (pkg/natsperm) keeps
+// policy's facts out of the results store, which execution and control
+// write and GetResult serves. Inputs kept before archives are under
+// input.<hash> and are still read. Sources are shared by every task that
+// a revision judged (sources.<revision hex>) and are never purged. The
+// state plane serves an input only with a task that references it
+// (AuditService.ExportBundle).
 //
 // A Store is safe for concurrent use.
 package policystore
@@ -30,6 +33,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/bucket"
 	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -47,11 +51,23 @@ const (
 type Store struct {
 	kv jetstream.KeyValue
 	js jetstream.JetStream
+	// shared: PutInput writes input.<hash> (Shared).
+	shared bool
+}
+
+// Shared returns s keeping new inputs under input.<hash>, the key of the
+// builds before inputs were keyed by task, which read no other: for a
+// rolling upgrade from such a build (steward --content-keys=shared,
+// docs/compatibility.md). Archives leave such inputs. Input reads both.
+func (s *Store) Shared() *Store {
+	c := *s
+	c.shared = true
+	return &c
 }
 
 // Open opens (creating if missing) the bucket on js.
 func Open(ctx context.Context, js jetstream.JetStream, cfg bucket.Config) (*Store, error) {
-	cfg.Name, cfg.WriteOnce = Bucket, true
+	cfg.Name, cfg.WriteOnce, cfg.Purgeable = Bucket, true, true
 	if cfg.Description == "" {
 		cfg.Description = "Steward policy inputs and bundle sources, for auditors"
 	}
@@ -69,17 +85,35 @@ func InputHash(canonical []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// PutInput stores a canonical input under its hash. Storing it again is a
-// success: the bytes under a hash are the same bytes.
-func (s *Store) PutInput(ctx context.Context, canonical []byte) (string, error) {
+// PutInput stores a canonical input of task taskID under its hash.
+// Storing it again is a success: the bytes under a hash are the same
+// bytes.
+func (s *Store) PutInput(ctx context.Context, taskID string, canonical []byte) (string, error) {
+	if !eventlog.ValidTaskID(taskID) {
+		return "", errs.New(errs.Internal, "keep a policy input of %s: %s", errs.Quote(taskID), eventlog.TaskIDRule)
+	}
 	h := InputHash(canonical)
-	return h, s.create(ctx, inputKey+h, canonical)
+	if s.shared {
+		return h, s.create(ctx, inputKey+h, canonical)
+	}
+	return h, s.create(ctx, TaskInputs(taskID)+h, canonical)
 }
 
-// Input returns the input stored under hash, checked against it; ok is
-// false when none is (a snapshot recorded before inputs were kept).
-func (s *Store) Input(ctx context.Context, hash string) (data []byte, ok bool, err error) {
-	data, ok, err = s.get(ctx, inputKey+hash)
+// TaskInputs is the prefix of the keys of taskID's inputs: the archiver
+// purges the bucket's subjects TaskInputs(id)+">".
+func TaskInputs(taskID string) string { return inputKey + taskID + "." }
+
+// Input returns task taskID's input stored under hash, checked against
+// it; ok is false when none is (a snapshot recorded before inputs were
+// kept, or whose task was archived). An input kept before inputs were
+// keyed by task is read by its hash alone.
+func (s *Store) Input(ctx context.Context, taskID, hash string) (data []byte, ok bool, err error) {
+	if eventlog.ValidTaskID(taskID) {
+		data, ok, err = s.get(ctx, TaskInputs(taskID)+hash)
+	}
+	if err == nil && !ok {
+		data, ok, err = s.get(ctx, inputKey+hash)
+	}
 	if err != nil || !ok {
 		return nil, ok, err
 	}

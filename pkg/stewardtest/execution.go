@@ -18,7 +18,7 @@ func (e *Env) ProposedAction(taskID, proposalID, tool, target string) *stewardv1
 	if err != nil {
 		e.tb.Fatal(err)
 	}
-	ref, reqHash, err := e.Requests.Put(context.Background(), canonical)
+	ref, reqHash, err := e.Requests.Put(context.Background(), taskID, canonical)
 	if err != nil {
 		e.tb.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestRaiseFromOneReplicaToThree(t *testing.T) {
 	}
 	defer set.Close()
 	stewardtest.Append(t, set.Log, "raise", &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "x"}}, &stewardv1.TaskStarted{})
-	ref, hash, err := set.Requests.Put(ctx, []byte(`{"q":"raised"}`))
+	ref, hash, err := set.Requests.Put(ctx, "raise", []byte(`{"q":"raised"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

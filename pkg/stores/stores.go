@@ -48,6 +48,10 @@ type Config struct {
 	Plane string
 	// Tracing records the spans of governed actions (eventlog.Config).
 	Tracing trace.TracerProvider
+	// SharedKeys makes every store here write new content under its hash
+	// alone, the form builds before per-task keys read (action.Store.Shared,
+	// steward --content-keys=shared): while they may run beside this one.
+	SharedKeys bool
 }
 
 // Set is the stores a process's planes share.
@@ -80,7 +84,18 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Set, error)
 		return nil, err
 	}
 	store := func(js jetstream.JetStream, name string, harden bool) (*action.Store, error) {
-		return action.OpenStore(ctx, js, bucket.Config{Name: name, Replicas: cfg.Replicas, Harden: harden, Logger: cfg.Logger})
+		s, err := action.OpenStore(ctx, js, bucket.Config{Name: name, Replicas: cfg.Replicas, Harden: harden, Logger: cfg.Logger})
+		if err == nil && cfg.SharedKeys {
+			s = s.Shared()
+		}
+		return s, err
+	}
+	policy := func(js jetstream.JetStream, harden bool) (*policystore.Store, error) {
+		p, err := policystore.Open(ctx, js, bucket.Config{Replicas: cfg.Replicas, Harden: harden, Logger: cfg.Logger})
+		if err == nil && cfg.SharedKeys {
+			p = p.Shared()
+		}
+		return p, err
 	}
 	requests, err := store(js, action.RequestBucket, cfg.Harden)
 	if err != nil {
@@ -92,7 +107,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Set, error)
 	}
 	var pol *policystore.Store
 	if cfg.Plane == "" || keepsPolicy(cfg.Plane) {
-		if pol, err = policystore.Open(ctx, js, bucket.Config{Replicas: cfg.Replicas, Harden: cfg.Harden, Logger: cfg.Logger}); err != nil {
+		if pol, err = policy(js, cfg.Harden); err != nil {
 			return nil, err
 		}
 	}
@@ -112,7 +127,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Set, error)
 		}
 		// Only the planes the bucket is for may open it (pkg/natsperm).
 		if keepsPolicy(plane) {
-			if ps.Policy, err = policystore.Open(ctx, w, bucket.Config{Replicas: cfg.Replicas, Logger: cfg.Logger}); err != nil {
+			if ps.Policy, err = policy(w, false); err != nil {
 				return nil, err
 			}
 		}

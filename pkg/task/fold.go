@@ -77,7 +77,7 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 	switch p := ev.Payload.(type) {
 	case *stewardv1.Event_TaskCreated:
 		if fork := p.TaskCreated.GetFork(); fork != nil {
-			forkFrom(t, fork)
+			forkFrom(t, fork, ev.TaskId)
 		}
 		t.Contract = proto.CloneOf(p.TaskCreated.Contract)
 		if t.Contract == nil {

@@ -1,6 +1,8 @@
 package task
 
 import (
+	"strings"
+
 	"google.golang.org/protobuf/proto"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -54,10 +56,40 @@ func cloneAll[M proto.Message](ms []M) []M {
 	return out
 }
 
-// forkFrom starts t, a new task, from the state its TaskCreated carries.
-func forkFrom(t *stewardv1.Task, fork *stewardv1.ForkOrigin) {
+// forkFrom starts t, task forkID, from the state its TaskCreated carries.
+func forkFrom(t *stewardv1.Task, fork *stewardv1.ForkOrigin, forkID string) {
 	proto.Merge(t, fork.GetState())
+	for _, a := range t.Actions {
+		a.RequestRef = OwnRef(a.RequestRef, fork.GetParentTaskId(), forkID)
+		if a.Outcome != nil {
+			a.Outcome.ResultRef = OwnRef(a.Outcome.ResultRef, fork.GetParentTaskId(), forkID)
+		}
+	}
+	for _, a := range t.Artifacts {
+		a.Uri = OwnRef(a.Uri, fork.GetParentTaskId(), forkID)
+	}
 	origin := proto.CloneOf(fork)
 	origin.State = nil
 	t.ForkedFrom = origin
+}
+
+// OwnRef is ref, a reference the fork forkID carries from its parent, as
+// the fork reads it: content stored under the parent's keys
+// (kv://BUCKET/<parent id>.<sha256>, action.ParseRef) is read under the
+// fork's own, where the control plane copied it before the fork was
+// created (ForkTask), since archiving the parent purges the parent's keys
+// while the fork may live on. The state the TaskCreated carries keeps the
+// parent's references (an auditor compares it with ForkState). Any other
+// reference, the older hash-alone form shared by all tasks included, is
+// left as it is.
+func OwnRef(ref, parentID, forkID string) string {
+	bucket, key, ok := strings.Cut(strings.TrimPrefix(ref, "kv://"), "/")
+	if !strings.HasPrefix(ref, "kv://") || !ok || parentID == "" || forkID == "" {
+		return ref
+	}
+	hash, ok := strings.CutPrefix(key, parentID+".")
+	if !ok {
+		return ref
+	}
+	return "kv://" + bucket + "/" + forkID + "." + hash
 }

@@ -108,7 +108,7 @@ func (ac *acceptance) admitArtifact(ctx context.Context, principal string, req *
 		return nil, errs.New(errs.FailedPrecondition, "this control plane keeps no artifact content: submit it by reference (uri, sha256, size_bytes)")
 	}
 	if inline {
-		a.Uri = contentURI(a.Sha256) // where Put stores it: the check's uri
+		a.Uri = ac.results.RefOf(req.TaskId, a.Sha256) // where Put stores it: the check's uri
 	}
 	t, _, err := ac.tasks.Load(ctx, req.TaskId)
 	if err != nil {
@@ -129,7 +129,7 @@ func (ac *acceptance) admitArtifact(ctx context.Context, principal string, req *
 	}
 	// Stored before the event: an orphan blob after a failed append is
 	// harmless, an event naming a missing blob is not.
-	if a.Uri, _, err = ac.results.Put(ctx, req.Content); err != nil {
+	if a.Uri, _, err = ac.results.Put(ctx, req.TaskId, req.Content); err != nil {
 		done(0)
 		return nil, err
 	}
@@ -147,9 +147,6 @@ func (ac *acceptance) artifactEvent(t *stewardv1.Task, principal string, req *st
 		&stewardv1.ArtifactSubmitted{Artifact: built})
 	return ev, built, err
 }
-
-// contentURI is where Steward's results store keeps content of hash.
-func contentURI(hash string) string { return "kv://" + action.ResultBucket + "/" + hash }
 
 // checkArtifact checks a request and returns the artifact it describes,
 // without its version, time and submitter. For inline content it computes
@@ -239,8 +236,8 @@ func (ac *acceptance) inStore(uri string) bool {
 
 // holds refuses a uri into the results store unless it names content
 // task taskID holds already: one of its artifacts, or the stored result of
-// one of its actions. The store is shared by every task and tenant and
-// keyed by hash, and hashes are shown to whoever may see a task (GetTask,
+// one of its actions. The store is shared by every task and tenant, a
+// key is a task id and a hash, and both are shown to whoever may see a task (GetTask,
 // receipts): a reference to any other blob would copy content the caller
 // may not read into a task whose content it may (GetArtifactContent). The
 // refusal is the same whether or not the store holds the blob, and is

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"github.com/steward-run/steward/pkg/action"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -23,6 +24,9 @@ type delegation struct {
 	log   *eventlog.Log
 	tasks *taskstore.Store
 	now   func() time.Time
+	// requests and results: where a fork's carried content is copied
+	// (forkcontent.go).
+	requests, results *action.Store
 }
 
 // making is commands, and what a sub-task's creation shares with

@@ -159,7 +159,7 @@ func (p *Plane) record(ctx context.Context, taskID string, d *draft, causationID
 	// the same request is the same entry.
 	if action.Inline(len(d.canonical)) {
 		a.Request = d.canonical
-	} else if a.RequestRef, _, err = p.requests.Put(ctx, d.canonical); err != nil {
+	} else if a.RequestRef, _, err = p.requests.Put(ctx, taskID, d.canonical); err != nil {
 		return nil, nil, false, err
 	}
 	var capped *capStop

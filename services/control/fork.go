@@ -84,6 +84,9 @@ func (dg *delegation) ForkTask(ctx context.Context, principal string, req *stewa
 	contract := forkContract(parentAt.Contract, forkID)
 	origin := &stewardv1.ForkOrigin{ParentTaskId: req.TaskId, AtSequence: recs[at].Sequence, AtHash: recs[at].Event.Hash, Reason: req.Reason,
 		State: task.ForkState(parentAt)}
+	if err := dg.carry(ctx, req.TaskId, forkID, origin.State); err != nil {
+		return nil, false, err
+	}
 	ev, err := dg.event(event.Meta{ID: event.ID(forkID, event.TypeTaskCreated), TaskID: forkID, Actor: dg.actor(principal), CorrelationID: req.RequestId},
 		// A fork redoes its parent's work from a point, under the versions
 		// the parent's rollouts assigned it (docs/rollouts.md).

@@ -231,7 +231,7 @@ func (r *harness) finish(t *testing.T, taskID, actionID string, o *stewardv1.Out
 	t.Helper()
 	if result != nil {
 		var err error
-		if o.Result, o.ResultRef, o.ResultHash, err = r.Results.Keep(context.Background(), result); err != nil {
+		if o.Result, o.ResultRef, o.ResultHash, err = r.Results.Keep(context.Background(), taskID, result); err != nil {
 			t.Fatal(err)
 		}
 	}

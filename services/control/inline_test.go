@@ -31,7 +31,7 @@ func TestRequestInlineOrStored(t *testing.T) {
 			ctx := context.Background()
 			id := r.runningTask(t, "inline", compensate, nil)
 			a := r.propose(t, id, "w1", "write", "doc", map[string]any{"text": c.text})
-			key := "kv://" + action.RequestBucket + "/" + a.RequestHash
+			key := action.Ref(action.RequestBucket, id, a.RequestHash) // under its task
 			_, stored := r.Requests.Get(ctx, key, a.RequestHash)
 			if c.inline {
 				if len(a.Request) == 0 || a.RequestRef != "" || action.RequestHash(a.Request) != a.RequestHash {

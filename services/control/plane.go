@@ -227,7 +227,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
 	}
 	p.objectives = objectives{Plane: p, cache: newObjectiveCache(log)}
-	p.delegation = &delegation{making: p, log: log, tasks: cfg.Tasks, now: cfg.Now}
+	p.delegation = &delegation{making: p, log: log, tasks: cfg.Tasks, now: cfg.Now, requests: cfg.Requests, results: cfg.Results}
 	p.decisions = &decisions{commands: p, tasks: cfg.Tasks, now: cfg.Now}
 	p.heartbeats = &heartbeats{commands: p, now: cfg.Now}
 	p.progress = &progress{commands: p}

@@ -136,7 +136,7 @@ func TestAPermitIsClaimedFirstWhenSomethingStandsBetween(t *testing.T) {
 	const taskID = "t-between"
 	b.Append(taskID, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{TaskId: taskID, Intent: "test", AllowedTools: []string{"charge"}}}, &stewardv1.TaskStarted{})
 	a := b.ProposedAction(taskID, "p1", "charge", "card-2")
-	ref, _, err := b.Requests.Put(context.Background(), []byte(`{"params":{"evil":true}}`))
+	ref, _, err := b.Requests.Put(context.Background(), taskID, []byte(`{"params":{"evil":true}}`))
 	if err != nil {
 		t.Fatal(err)
 	}

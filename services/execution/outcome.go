@@ -103,7 +103,7 @@ func (p *Plane) outcome(ctx context.Context, taskID, actionID string, attempt ui
 	o := &stewardv1.Outcome{Status: res.Status, FailureClass: res.FailureClass, Reason: res.Reason, FinishedAt: timestamppb.New(p.now()), Attempt: attempt, CostMicros: res.CostMicros, Tokens: res.Tokens}
 	switch res.Status {
 	case stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
-		inline, ref, hash, err := p.cfg.Results.Keep(ctx, res.Body)
+		inline, ref, hash, err := p.cfg.Results.Keep(ctx, taskID, res.Body)
 		if err != nil {
 			return err
 		}

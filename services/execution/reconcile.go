@@ -94,7 +94,7 @@ func (p *Plane) reconcile(ctx context.Context, taskID, actionID string, attempt,
 		if len(body) == 0 {
 			body = []byte("null")
 		}
-		if settled.ResultRef, settled.ResultHash, err = p.cfg.Results.Put(ctx, body); err != nil {
+		if settled.ResultRef, settled.ResultHash, err = p.cfg.Results.Put(ctx, taskID, body); err != nil {
 			return err
 		}
 		settled.State = stewardv1.SettleState_SETTLE_STATE_SUCCEEDED

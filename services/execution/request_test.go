@@ -25,7 +25,7 @@ func TestTheRequestSentIsTheOneHashed(t *testing.T) {
 		{"inline", func(_ *harness, a *stewardv1.Action, canonical []byte) { a.Request, a.RequestRef = canonical, "" }, succeededS},
 		{"stored", func(*harness, *stewardv1.Action, []byte) {}, succeededS},
 		{"stored, another request under the ref", func(b *harness, a *stewardv1.Action, _ []byte) {
-			ref, _, err := b.Requests.Put(context.Background(), []byte(`{"params":{"evil":true}}`))
+			ref, _, err := b.Requests.Put(context.Background(), "t-evil", []byte(`{"params":{"evil":true}}`))
 			if err != nil {
 				b.t.Fatal(err)
 			}

@@ -99,7 +99,7 @@ func (sm *settlement) settleFirst(ctx context.Context, req *stewardv1.SettleActi
 		if err != nil {
 			return false, err
 		}
-		if s.ResultRef, s.ResultHash, err = sm.cfg.Results.Put(ctx, body); err != nil {
+		if s.ResultRef, s.ResultHash, err = sm.cfg.Results.Put(ctx, req.TaskId, body); err != nil {
 			return false, err
 		}
 	}

@@ -19,7 +19,8 @@ type keptSources struct {
 
 // keep stores what an evaluation decided with — its canonical input, and
 // the sources of the revision that evaluated it — so that an auditor can
-// re-evaluate the snapshot offline (docs/audit.md). It runs before the
+// re-evaluate the snapshot offline (docs/audit.md), the input as taskID's
+// (archiving the task purges it, docs/archives.md). It runs before the
 // snapshot is appended, outside the conditional write: a snapshot on the
 // log always has its input and sources stored. A redelivery stores the
 // same bytes under the same keys, which is a success. The sources are
@@ -28,12 +29,12 @@ type keptSources struct {
 // engine's own watch makes: this way no reload can slip between. It
 // reports whether both are kept: the snapshot says so (input_kept), in
 // signed bytes, so that a bundle that leaves either out fails.
-func (p *Plane) keep(ctx context.Context, rec inputRecord, res policy.Result) (bool, error) {
+func (p *Plane) keep(ctx context.Context, taskID string, rec inputRecord, res policy.Result) (bool, error) {
 	k := &p.kept
 	if k.store == nil {
 		return false, nil
 	}
-	if _, err := k.store.PutInput(ctx, rec.canonical); err != nil {
+	if _, err := k.store.PutInput(ctx, taskID, rec.canonical); err != nil {
 		return false, err
 	}
 	k.mu.Lock()

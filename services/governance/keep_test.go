@@ -34,7 +34,7 @@ func TestWhatPolicyDecidedWithIsKept(t *testing.T) {
 	if !snap.InputKept || a.Permit.SnapshotHash != credential.SnapshotHash(snap) {
 		t.Errorf("snapshot %s says input_kept %v; its permit names snapshot hash %q", snap.SnapshotId, snap.InputKept, a.Permit.SnapshotHash)
 	}
-	input, ok, err := e.Policy.Input(ctx, snap.InputHash)
+	input, ok, err := e.Policy.Input(ctx, "kept", snap.InputHash)
 	if err != nil || !ok || policystore.InputHash(input) != snap.InputHash {
 		t.Fatalf("the input of snapshot %s: %v, %v", snap.SnapshotId, ok, err)
 	}

@@ -92,7 +92,7 @@ func (p *Plane) planSnapshot(ctx context.Context, t *stewardv1.Task, round strin
 	if err != nil {
 		return nil, fmt.Errorf("evaluate plan policy for version %d: %w", ps.Version, err)
 	}
-	kept, err := p.keep(ctx, rec, res)
+	kept, err := p.keep(ctx, t.Contract.GetTaskId(), rec, res)
 	if err != nil {
 		return nil, err
 	}

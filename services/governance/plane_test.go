@@ -232,7 +232,7 @@ func (e *harness) proposeWith(t *testing.T, taskID, proposalID, tool, compensate
 	hash := action.RequestHash(canonical)
 	if action.Inline(len(canonical)) {
 		inline = canonical
-	} else if ref, _, err = e.Requests.Put(context.Background(), canonical); err != nil {
+	} else if ref, _, err = e.Requests.Put(context.Background(), taskID, canonical); err != nil {
 		t.Fatal(err)
 	}
 	id := action.ID(taskID, proposalID)

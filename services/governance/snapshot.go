@@ -218,7 +218,7 @@ func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Ac
 	if err != nil {
 		return nil, fmt.Errorf("evaluate policy for %s: %w", a.ActionId, err)
 	}
-	kept, err := p.keep(ctx, rec, res)
+	kept, err := p.keep(ctx, t.Contract.GetTaskId(), rec, res)
 	if err != nil {
 		return nil, err
 	}

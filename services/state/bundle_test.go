@@ -1,11 +1,13 @@
 package state_test
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
 	"connectrpc.com/connect"
 
+	"github.com/steward-run/steward/pkg/action"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
@@ -40,5 +42,35 @@ func TestExportBundleSaysWhatItWithholds(t *testing.T) {
 	}
 	if len(withheld) != 1 || withheld[0].TaskId != "child-1" || withheld[0].Reason != "the log holds no event of it" {
 		t.Errorf("withheld %v, want child-1, whose log holds no event", withheld)
+	}
+}
+
+// TestExportBundleHoldsStoredArtifacts: the content of an artifact
+// Steward stores is in the bundle, with the results: archiving a task
+// purges its keys in the results bucket, artifacts' included, so the
+// bundle is the one copy left. An artifact kept elsewhere is not.
+func TestExportBundleHoldsStoredArtifacts(t *testing.T) {
+	env := stewardtest.NewEnv(t)
+	doc := []byte("# the report\n")
+	env.Append("t1", append(running(), artifactEvent(t, env, "report", 1, doc),
+		&stewardv1.ArtifactSubmitted{Artifact: &stewardv1.Artifact{
+			Name: "dataset", MediaType: "text/csv", Uri: "s3://bucket/data.csv", Sha256: action.RequestHash([]byte("x")), SizeBytes: 1, Version: 1,
+		}})...)
+	c := serveContent(t, env, nil)("")
+	stream, err := c.audit.ExportBundle(context.Background(), connect.NewRequest(&stewardv1.ExportBundleRequest{TaskId: "t1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := map[string][]byte{}
+	for stream.Receive() {
+		if r := stream.Msg().GetResult(); r != nil {
+			results[r.Hash] = r.Data
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 || !bytes.Equal(results[action.RequestHash(doc)], doc) {
+		t.Errorf("the bundle's results: %q; want the stored artifact's content alone", results)
 	}
 }

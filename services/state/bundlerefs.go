@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -16,7 +17,7 @@ type bundleRefs struct {
 	requests, results map[string]storedRef // by hash
 	// tools: by name, the tenant and version pairs named.
 	tools     map[string]map[[2]string]bool
-	inputs    map[string]bool // input hashes
+	inputs    map[string]string // input hash → a task whose input it is
 	revisions map[string]bool
 }
 
@@ -25,14 +26,16 @@ type storedRef struct{ ref, hash string }
 
 func newBundleRefs() *bundleRefs {
 	return &bundleRefs{requests: map[string]storedRef{}, results: map[string]storedRef{}, tools: map[string]map[[2]string]bool{},
-		inputs: map[string]bool{}, revisions: map[string]bool{}}
+		inputs: map[string]string{}, revisions: map[string]bool{}}
 }
 
 // noteEvent notes the snapshots and stored results ev carries.
 func (r *bundleRefs) noteEvent(ev *stewardv1.Event) {
 	for _, s := range []*stewardv1.PolicySnapshot{ev.GetPolicyEvaluated().GetSnapshot(), ev.GetActionPermitted().GetSnapshot(), ev.GetPlanEvaluated().GetSnapshot()} {
 		if s != nil {
-			r.inputs[s.InputHash] = true
+			if _, ok := r.inputs[s.InputHash]; !ok {
+				r.inputs[s.InputHash] = ev.GetTaskId()
+			}
 			r.revisions[s.BundleRevision] = true
 		}
 	}
@@ -41,8 +44,15 @@ func (r *bundleRefs) noteEvent(ev *stewardv1.Event) {
 	}
 }
 
-// noteTask notes the requests, results and tools of t's actions.
+// noteTask notes the requests, results and tools of t's actions, and the
+// content of its artifacts Steward stores (with the results: archiving a
+// task purges its keys in the results bucket, docs/archives.md).
 func (r *bundleRefs) noteTask(t *stewardv1.Task) {
+	for _, a := range t.Artifacts {
+		if strings.HasPrefix(a.Uri, storedPrefix) {
+			r.results[a.Sha256] = storedRef{a.Uri, a.Sha256}
+		}
+	}
 	for _, a := range t.Actions {
 		if a.RequestRef != "" {
 			r.requests[a.RequestHash] = storedRef{a.RequestRef, a.RequestHash}
@@ -99,7 +109,7 @@ func (s *auditService) sendPolicy(ctx context.Context, refs *bundleRefs, send fu
 		return nil
 	}
 	for _, h := range slices.Sorted(maps.Keys(refs.inputs)) {
-		data, ok, err := store.Input(ctx, h)
+		data, ok, err := store.Input(ctx, refs.inputs[h], h)
 		if err != nil {
 			return err
 		}

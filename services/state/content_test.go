@@ -58,7 +58,7 @@ type contentClient struct {
 // plane keeps it.
 func resultOutcome(t *testing.T, env *stewardtest.Env, id string, data []byte) *stewardv1.ActionOutcomeRecorded {
 	t.Helper()
-	inline, ref, hash, err := env.Results.Keep(context.Background(), data)
+	inline, ref, hash, err := env.Results.Keep(context.Background(), "t1", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestGetResultReadsResultsBack(t *testing.T) {
 	env := stewardtest.NewEnv(t)
 	small, big := []byte(`{"customer":"acme","tier":"gold"}`), bigResult(t)
 	settledBody := []byte(`{"transfer":"tx-9","state":"booked"}`)
-	settledRef, settledHash, err := env.Results.Put(ctx, settledBody)
+	settledRef, settledHash, err := env.Results.Put(ctx, "t1", settledBody)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func readArtifact(ctx context.Context, client stewardv1connect.QueryServiceClien
 // the results store.
 func artifactEvent(t *testing.T, env *stewardtest.Env, name string, v uint32, content []byte) *stewardv1.ArtifactSubmitted {
 	t.Helper()
-	ref, hash, err := env.Results.Put(context.Background(), content)
+	ref, hash, err := env.Results.Put(context.Background(), "t1", content)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestGetArtifactContentStreamsStoredContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Create(ctx, action.RequestHash([]byte("the true content")), []byte("the fake content")); err != nil {
+	if _, err := kv.Create(ctx, action.Key("t1", action.RequestHash([]byte("the true content"))), []byte("the fake content")); err != nil {
 		t.Fatal(err)
 	}
 	forgedArtifact := artifactEvent(t, env, "forged", 1, []byte("the true content"))

@@ -123,7 +123,7 @@ func (l *snapshotLister) withInput(ctx context.Context, rec *stewardv1.RecordedS
 	if !rec.Snapshot.GetInputKept() || store == nil || l.sent[h] || rec.Kind == stewardv1.PolicySnapshotKind_POLICY_SNAPSHOT_KIND_CONTRACT_REVISION {
 		return nil
 	}
-	data, ok, err := store.Input(ctx, h)
+	data, ok, err := store.Input(ctx, rec.TaskId, h)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ func BenchmarkListPolicySnapshots(b *testing.B) {
 		h := running()
 		for j := range perTask {
 			input := fmt.Sprintf(`{"action":{"action_id":"a%d-%d","params":{"q":%q}}}`, i, j, strings.Repeat("x", 1000))
-			hash, err := kept.PutInput(ctx, []byte(input))
+			hash, err := kept.PutInput(ctx, fmt.Sprint("task-", i), []byte(input))
 			if err != nil {
 				b.Fatal(err)
 			}

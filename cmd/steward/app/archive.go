@@ -24,8 +24,9 @@ const archiveUsage = `Usage:
                       [--addr HOST:PORT] [--dry-run]
       archive every tree of ended tasks (a task, its sub-tasks and ancestors)
       of the caller's tenant that ended longer ago than its tenant's age, as
-      one verified audit bundle, then purge its events from the log (stored
-      requests and results stay: docs/archives.md). AGES: "720h" or
+      one verified audit bundle, then purge its events from the log and its
+      stored requests, results and policy inputs from their buckets
+      (docs/archives.md). AGES: "720h" or
       "720h,acme=24h,beta=0" (0 keeps a tenant's for ever; "-" is the
       default tenant). The token needs the auditor role; the NATS user is
       the archiver (DATA/nats/archiver.nk in dev; steward nats-users).

@@ -34,13 +34,17 @@ type archiveRun struct {
 	gov       stewardv1connect.GovernanceServiceClient
 	schedules stewardv1connect.ScheduleServiceClient
 
-	key *stewardv1.BundleKey
+	key         *stewardv1.BundleKey
+	refusedSaid bool // RefusesPurges printed
 	// Counts, for the summary.
 	trees, tasks, events, kept int
 }
 
 // run archives every due tree of the caller's tenant.
 func (r *archiveRun) run(ctx context.Context) error {
+	if err := r.pending(ctx); err != nil {
+		return err
+	}
 	ids, err := r.candidates(ctx)
 	if err != nil {
 		return err
@@ -146,6 +150,10 @@ func (r *archiveRun) archiveTree(ctx context.Context, id string, tasks map[strin
 	if err := r.archive.Put(ctx, id, tasks[id].Tenant, b); err != nil {
 		return err
 	}
+	ids := slices.Sorted(maps.Keys(tasks))
+	if err := r.archive.MarkPending(ctx, id, ids); err != nil {
+		return err
+	}
 	if _, err := r.purger.PurgeTree(ctx, archive.HeldIn(b)); errors.Is(err, archive.ErrChanged) {
 		// A task of the tree got an event after its bundle was read: the
 		// log keeps it, and the next run archives the tree again.
@@ -155,8 +163,37 @@ func (r *archiveRun) archiveTree(ctx context.Context, id string, tasks map[strin
 	} else if err != nil {
 		return fmt.Errorf("archived %s, kept on the log: %w", id, err)
 	}
+	if err := r.purgeContent(ctx, id, ids); err != nil {
+		return err
+	}
 	fmt.Fprintf(r.stdout, "archived %s: %d tasks, %d events\n", id, len(tasks), events)
 	return nil
+}
+
+// pending finishes the purges an earlier run left under way: the content
+// of each tree whose events it purged before it stopped.
+func (r *archiveRun) pending(ctx context.Context) error {
+	if r.purger == nil {
+		return nil
+	}
+	c, err := r.archive.FinishPending(ctx, r.purger)
+	r.refused(c)
+	return err
+}
+
+// purgeContent purges the stored content of the tree's tasks.
+func (r *archiveRun) purgeContent(ctx context.Context, root string, ids []string) error {
+	c, err := r.archive.PurgeContent(ctx, r.purger, root, ids)
+	r.refused(c)
+	return err
+}
+
+// refused says, once a run, which content buckets refuse purges.
+func (r *archiveRun) refused(c archive.Content) {
+	if len(c.Refused) > 0 && !r.refusedSaid {
+		r.refusedSaid = true
+		fmt.Fprintln(r.stdout, archive.RefusesPurges(c.Refused))
+	}
 }
 
 // needed says why a live objective or schedule still needs a task of the

@@ -60,6 +60,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	m.Evict.register(fs)
 	m.Quotas.register(fs)
 	m.Archive.register(fs)
+	m.ContentKeys.register(fs)
 	m.Traces.register(fs)
 	fs.StringVar(&m.TLSCert, "tls-cert", "", "PEM `FILE` of the API's TLS certificate (chain), with --tls-key: serve HTTPS (HTTP/1.1 and HTTP/2) instead of cleartext")
 	fs.StringVar(&m.TLSKey, "tls-key", "", "PEM `FILE` of the private key of --tls-cert")

@@ -104,10 +104,10 @@ type Server struct {
 	NATS NATSFlags
 	// JWT verifies bearer JWTs, beside (or, in serve, instead of) the
 	// token file.
-	JWT   JWTFlags
-	Stall StallFlags // state: when the watchdog marks a task stalled
-	// Snapshots: how often the state plane snapshots its views.
-	Snapshots SnapshotFlags
+	JWT         JWTFlags
+	Stall       StallFlags      // state: when the watchdog marks a task stalled
+	Snapshots   SnapshotFlags   // how often the state plane snapshots its views
+	ContentKeys ContentKeysFlag // the key form new stored content takes
 	// Archive: where the state plane reads archived tasks.
 	Archive ArchiveFlags
 	// Evict: when the state plane evicts an ended task's whole view.
@@ -186,7 +186,7 @@ func (m *Server) Run(ctx context.Context) error {
 	if m.tracing, err = m.tracer(ctx); err != nil {
 		return err
 	}
-	st, err := m.openStores(ctx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: dev, SoleWriter: dev, Writers: m.writers, Harden: dev, Plane: m.Plane, Tracing: m.traceProvider()})
+	st, err := m.openStores(ctx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: dev, SoleWriter: dev, Writers: m.writers, Harden: dev, Plane: m.Plane, Tracing: m.traceProvider(), SharedKeys: m.ContentKeys.Shared()})
 	if err != nil {
 		return err
 	}
