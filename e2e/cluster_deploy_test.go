@@ -134,6 +134,11 @@ func (d *clusterDeployment) start(t *testing.T, name, plane string, node int) {
 	if !ok {
 		bin = d.first
 	}
+	if bin == binary && d.first != binary {
+		// Rolling from an earlier build, as docs/compatibility.md says: content
+		// under the hash alone, which the earlier replicas read, until none runs.
+		args = append(args, "--content-keys=shared")
+	}
 	pr := d.base.startPlaneOf(t, bin, plane, node, d.governance, nil, args...)
 	d.mu.Lock()
 	d.procs[name] = &planeProc{plane: plane, node: node, proc: pr, api: newClients(pr.url)}
