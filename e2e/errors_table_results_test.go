@@ -93,7 +93,7 @@ func contentChecks() map[string]tableCheck {
 			content := []byte("the table's report, as submitted")
 			submit(t, e, &stewardv1.SubmitArtifactRequest{TaskId: id, RequestId: "table-corrupt", Name: "report", MediaType: "text/plain", Content: content})
 			js, _ := e.events(t)
-			overwriteBlob(t, js, action.ResultBucket, action.RequestHash(content), []byte("the table's report, as changed!!"))
+			overwriteBlob(t, js, action.Ref(action.ResultBucket, id, action.RequestHash(content)), []byte("the table's report, as changed!!"))
 			return []error{readArtifact(e.agent, id, "report", 0)}
 		},
 	}

@@ -197,7 +197,7 @@ func TestActionThatCannotBeEvaluatedIsDenied(t *testing.T) {
 	if a.RequestRef == "" || len(a.Request) != 0 {
 		t.Fatalf("ref %q, %d inline bytes; want the request stored", a.RequestRef, len(a.Request))
 	}
-	overwriteBlob(t, c.env.JS, action.RequestBucket, a.RequestHash, []byte(`{"q":"something else"}`))
+	overwriteBlob(t, c.env.JS, a.RequestRef, []byte(`{"q":"something else"}`))
 	c.start(t, "governance")
 	_, denied := c.waitAction(taskID, a.ActionId, stewardv1.ActionStatus_ACTION_STATUS_DENIED)
 	if got := denied.Outcome.GetReason(); !strings.Contains(got, "cannot be evaluated") {

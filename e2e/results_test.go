@@ -159,7 +159,7 @@ func TestResultsReadBack(t *testing.T) {
 
 	// The stored bytes changed behind Steward's back: refused, not served.
 	js, _ := h.events(t)
-	overwriteBlob(t, js, action.ResultBucket, largeDone.Outcome.ResultHash, bytes.Replace(big, []byte(`"count":300`), []byte(`"count":301`), 1))
+	overwriteBlob(t, js, largeDone.Outcome.ResultRef, bytes.Replace(big, []byte(`"count":300`), []byte(`"count":301`), 1))
 	if _, err := getResult(agent, largeDone.ActionId); connect.CodeOf(err) != connect.CodeDataLoss {
 		t.Errorf("GetResult of changed bytes = %v, want data_loss", err)
 	}

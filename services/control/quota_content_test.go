@@ -36,7 +36,7 @@ func TestEndedTaskStoresNoContent(t *testing.T) {
 			t.Fatalf("an artifact for a cancelled task: %v, want FailedPrecondition", err)
 		}
 		hash := action.RequestHash(content)
-		if _, err := r.Results.Get(ctx, "kv://"+action.ResultBucket+"/"+hash, hash); err == nil {
+		if _, err := r.Results.Get(ctx, action.Ref(action.ResultBucket, id, hash), hash); err == nil {
 			t.Fatal("the refused artifact's content was stored")
 		}
 	}

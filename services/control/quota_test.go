@@ -135,7 +135,7 @@ func TestContentQuota(t *testing.T) {
 		t.Fatalf("%d artifacts recorded, want 1", n)
 	}
 	hash := action.RequestHash(second)
-	if _, err := r.Results.Get(ctx, "kv://"+action.ResultBucket+"/"+hash, hash); err == nil {
+	if _, err := r.Results.Get(ctx, action.Ref(action.ResultBucket, id, hash), hash); err == nil {
 		t.Fatal("the refused artifact's content was stored")
 	}
 }

@@ -35,7 +35,7 @@ func TestASmallResultTravelsInlineAndALargeOneIsStored(t *testing.T) {
 	if len(o.Result) == 0 || o.ResultRef != "" || action.RequestHash(o.Result) != o.ResultHash {
 		t.Fatalf("a small result: inline %q, ref %q, hash %s; want it inline under its hash", o.Result, o.ResultRef, o.ResultHash)
 	}
-	if _, err := b.Results.Get(ctx, "kv://"+action.ResultBucket+"/"+o.ResultHash, o.ResultHash); err == nil {
+	if _, err := b.Results.Get(ctx, action.Ref(action.ResultBucket, taskID, o.ResultHash), o.ResultHash); err == nil {
 		t.Error("a small result was stored too")
 	}
 }
