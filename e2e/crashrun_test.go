@@ -139,7 +139,11 @@ type crashResult struct {
 // crashFlags writes the tools file for tool and returns the flags for it.
 func crashFlags(t *testing.T, tool *stewardtest.Tool) []string {
 	t.Helper()
-	return []string{"--tools", writeFile(t, t.TempDir(), "tools.json", crashToolsFile(tool.URL))}
+	flags := []string{"--tools", writeFile(t, t.TempDir(), "tools.json", crashToolsFile(tool.URL))}
+	if sync := os.Getenv("STEWARD_CRASH_SYNC"); sync != "" {
+		flags = append(flags, "--sync", sync) // docs/crash-matrix.md: the matrix at each durability
+	}
+	return flags
 }
 
 // crashTask creates a running task that may use the crash tools and

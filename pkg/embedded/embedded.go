@@ -26,6 +26,10 @@ type Config struct {
 	// permissions (steward dev); without it anyone may, with every
 	// permission (tests that look at one package).
 	Users *Users
+	// SyncAlways syncs every write to disk before it is acknowledged
+	// (JetStream's sync_interval: always); without it, JetStream
+	// acknowledges from the page cache and syncs every two minutes.
+	SyncAlways bool
 }
 
 // Server is a running embedded NATS server.
@@ -49,6 +53,7 @@ func Start(cfg Config) (*Server, error) {
 		NoSigs:     true, // the host process owns signal handling
 		NoLog:      true,
 		MaxPayload: 8 << 20,
+		SyncAlways: cfg.SyncAlways,
 	}
 	if cfg.Users != nil {
 		opts.Nkeys = cfg.Users.nkeyUsers()
@@ -71,6 +76,13 @@ func Start(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("embedded nats: not ready after %s", cfg.ReadyTimeout)
 	}
 	return &Server{ns: ns}, nil
+}
+
+// SyncsAlways reports whether JetStream syncs every write before it
+// acknowledges it (Config.SyncAlways).
+func (s *Server) SyncsAlways() bool {
+	c := s.ns.JetStreamConfig()
+	return c != nil && c.SyncAlways
 }
 
 // Connect returns a client connection to the server that bypasses the

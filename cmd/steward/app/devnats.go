@@ -24,7 +24,7 @@ func (m *Server) startDevNATS(opts []nats.Option) error {
 	if err != nil {
 		return fmt.Errorf("--data: %w", err)
 	}
-	cfg := embedded.Config{StoreDir: m.DataDir, Users: users}
+	cfg := m.embeddedConfig(users)
 	if m.NATSListen != "" {
 		host, port, _ := net.SplitHostPort(m.NATSListen)
 		cfg.Host = host
@@ -38,6 +38,9 @@ func (m *Server) startDevNATS(opts []nats.Option) error {
 			// with tasks' content and results, does, in clear.
 			m.logger.Warn("the embedded NATS serves " + m.NATSListen + " in cleartext, off this machine's loopback: every event on the log, with tasks' parameters and results, crosses the network unencrypted; listen on 127.0.0.1 and tunnel, or run a NATS with TLS and steward serve (docs/deploy.md)")
 		}
+	}
+	if cfg.SyncAlways {
+		m.logger.Info("the embedded JetStream syncs every append to disk before acknowledging it (--sync always)")
 	}
 	bus, err := embedded.Start(cfg)
 	if err != nil {
@@ -68,4 +71,10 @@ func (m *Server) startDevNATS(opts []nats.Option) error {
 		}
 	}
 	return nil
+}
+
+// embeddedConfig is the embedded server's configuration the flags ask
+// for, taking users.
+func (m *Server) embeddedConfig(users *embedded.Users) embedded.Config {
+	return embedded.Config{StoreDir: m.DataDir, Users: users, SyncAlways: m.Sync.Always()}
 }

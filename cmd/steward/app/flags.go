@@ -79,6 +79,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 		fs.StringVar(&m.DataDir, "data", DefaultDataDir, "`DIR` for the embedded JetStream's files")
 		fs.StringVar(&m.A2ASkills, "a2a-skills", "", a2aFlagUsage)
 		fs.StringVar(&m.A2APublicURL, "a2a-public-url", "", a2aPublicURLUsage)
+		m.Sync.register(fs)
 		fs.StringVar(&m.NATSListen, "nats-listen", "", "also serve the embedded NATS on `HOST:PORT`, for `steward serve` processes; it takes only the users whose nkey seeds are in DATA/nats, one per plane and an admin (docs/nats.md)")
 	} else {
 		fs.StringVar(&m.NATSURL, "nats", "", "`URL` of the NATS JetStream server, e.g. nats://nats:4222")

@@ -50,14 +50,14 @@ type plane interface {
 // directory.
 type Server struct {
 	// Flags.
-	Mode string // "dev" or "serve"
-	Addr string
-	// MetricsAddr serves /metrics on a listener of its own, not on Addr.
-	MetricsAddr string
+	Mode        string // "dev" or "serve"
+	Addr        string
+	MetricsAddr string // serves /metrics on a listener of its own, not on Addr
 	DataDir     string
-	NATSListen  string // dev: also serve the embedded NATS here
-	NATSURL     string // serve: the external NATS
-	ToolsFile   string // execution: tool contracts to register at start
+	NATSListen  string   // dev: also serve the embedded NATS here
+	Sync        SyncFlag // dev: when the embedded JetStream syncs to disk
+	NATSURL     string   // serve: the external NATS
+	ToolsFile   string   // execution: tool contracts to register at start
 	// execution: how long an MCP server's tool listing is reused
 	MCPListTTL time.Duration
 	NotifyFile string // state: webhook sinks told when a person is needed
