@@ -145,6 +145,11 @@ func runDevAllow(o opts) (Result, error)   { return runDev(o, true, twoCalls) }
 func runDevDefault(o opts) (Result, error) { return runDev(o, false, twoCalls) }
 func runDevOneCall(o opts) (Result, error) { return runDev(o, true, oneCall) }
 
+// runDevSync is arm (b3): (b1), the path the SDKs take (ProposeAndWait),
+// with --sync always, so that every append is on disk before it is
+// acknowledged, as PostgreSQL's commits are in arms (e1) and (e2).
+func runDevSync(o opts) (Result, error) { return runDev(o, true, oneCall, "--sync", "always") }
+
 // runDevTraced is arm (b2): (b) with traces on, every span batched over
 // OTLP/HTTP to a receiver in this process that reads and drops them, so
 // that the CPU per action counts the spans, the context on each event and
@@ -158,8 +163,8 @@ func runDevTraced(o opts) (Result, error) {
 	return runDev(o, true, twoCalls, "--trace-endpoint", sink.URL)
 }
 
-// runDev is arms (b), (b1) and (c): `steward dev` in this process, driven
-// over Connect on loopback.
+// runDev is arms (b), (b1), (b3) and (c): `steward dev` in this process,
+// driven over Connect on loopback.
 func runDev(o opts, allow bool, act act, more ...string) (Result, error) {
 	dir, tools, policy, err := armDir("bench-dev-", allow)
 	if err != nil {

@@ -63,6 +63,10 @@ type opts struct {
 // of their own; builds before them lack them.
 var perProcess = []string{"services-r3", "services-procs", "services-gateway"}
 
+// needSync are the arms that run steward dev with --sync, which builds
+// before it lack.
+var needSync = []string{"dev-allow-sync"}
+
 var arms = []arm{
 	{"floor", "(a) bare JetStream: 5 appends, 4 hops through durable consumers",
 		"JetStream file store: acknowledged once in the OS page cache; fsync every 2 min (sync_interval default)", runFloor},
@@ -72,6 +76,8 @@ var arms = []arm{
 		"JetStream file store (as (a)): page cache, fsync every 2 min", runDevOneCall},
 	{"dev-allow-traced", "(b2) as (b), traces on: every span sent over OTLP/HTTP to a receiver that drops them",
 		"JetStream file store (as (a)): page cache, fsync every 2 min", runDevTraced},
+	{"dev-allow-sync", "(b3) as (b1), --sync always: every append synced to disk before it is acknowledged",
+		"JetStream file store, --sync always: fsync before every acknowledgement", runDevSync},
 	{"dev-default", "(c) Steward dev, default policy bundle",
 		"JetStream file store (as (a)): page cache, fsync every 2 min", runDevDefault},
 	{"services", "(d) Steward services mode: 4 planes over TCP NATS",
@@ -84,8 +90,12 @@ var arms = []arm{
 		"JetStream file store (as (a)): page cache, fsync every 2 min", runThroughGateway},
 	{"dbos-wf1", "(e1) DBOS Transact: one-step workflow",
 		"PostgreSQL: fsync (WAL flush) at every commit", runDBOSWorkflow},
+	{"dbos-wf1-async", "(e1a) as (e1), synchronous_commit=off",
+		"PostgreSQL, synchronous_commit=off: acknowledged before the WAL flush, flushed within 3× wal_writer_delay (600 ms)", runDBOSWorkflowAsync},
 	{"dbos-step10", "(e2) DBOS Transact: one step of a ten-step workflow",
 		"PostgreSQL: fsync (WAL flush) at every commit", runDBOSStep},
+	{"dbos-step10-async", "(e2a) as (e2), synchronous_commit=off",
+		"PostgreSQL, synchronous_commit=off: acknowledged before the WAL flush, flushed within 3× wal_writer_delay (600 ms)", runDBOSStepAsync},
 }
 
 func main() {
@@ -97,10 +107,10 @@ func main() {
 	pgURL := flag.String("pg", "", "PostgreSQL URL (child arms)")
 	pgPID := flag.Int("pgpid", 0, "postmaster pid (child arms)")
 	cpuProfile := flag.String("cpuprofile", "", "with -arm: write the arm's CPU profile to this file")
-	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-allow-1rt,dev-allow-traced,dev-default,services,services-r3,services-procs,services-gateway,dbos-wf1,dbos-step10)")
+	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-allow-1rt,dev-allow-traced,dev-allow-sync,dev-default,services,services-r3,services-procs,services-gateway,dbos-wf1,dbos-wf1-async,dbos-step10,dbos-step10-async)")
 	outDir := flag.String("out", ".", "directory for results.md and results.png")
 	doc := flag.String("doc", "../docs/performance.md", "Markdown file whose marked block to rewrite; empty for none")
-	base := flag.String("base", "", "a git `REV` to compare with: its arms run beside this build's, round by round, and a comparison is printed instead of writing the reports (default arms: all but DBOS's and those that run each process apart: services-r3, services-procs, services-gateway)")
+	base := flag.String("base", "", "a git `REV` to compare with: its arms run beside this build's, round by round, and a comparison is printed instead of writing the reports (default arms: all but DBOS's, those that run each process apart: services-r3, services-procs, services-gateway, and dev-allow-sync)")
 	memory := flag.Int("memory", 0, "instead of the arms: measure each plane's resident memory with `N` running tasks (arm (g)'s layout) and print a table")
 	flag.Parse()
 	if *memory > 0 {
@@ -128,9 +138,9 @@ func main() {
 	selected := arms
 	if *base != "" {
 		// Neither DBOS's arms nor those that measure each process apart
-		// (builds before them lack them): -arms names them.
+		// or need --sync (builds before them lack them): -arms names them.
 		selected = slices.DeleteFunc(slices.Clone(arms), func(a arm) bool {
-			return strings.HasPrefix(a.id, "dbos") || slices.Contains(perProcess, a.id)
+			return strings.HasPrefix(a.id, "dbos") || slices.Contains(perProcess, a.id) || slices.Contains(needSync, a.id)
 		})
 	}
 	if *only != "" {
@@ -190,7 +200,7 @@ func drive(selected []arm, rounds int, o opts, outDir, doc, baseRev string) erro
 			return fmt.Errorf("postgresql: %w", err)
 		}
 		defer pg.stop()
-		fmt.Fprintf(os.Stderr, "bench: %s (fsync=%s, synchronous_commit=%s)\n", pg.version, pg.setting("fsync"), pg.setting("synchronous_commit"))
+		fmt.Fprintf(os.Stderr, "bench: %s (fsync=%s, synchronous_commit=%s, wal_writer_delay=%s)\n", pg.version, pg.setting("fsync"), pg.setting("synchronous_commit"), pg.setting("wal_writer_delay"))
 	}
 	var base *build
 	if baseRev != "" {

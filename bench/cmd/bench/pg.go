@@ -16,7 +16,8 @@ import (
 
 // postgres is a throwaway PostgreSQL cluster on loopback in a temporary
 // directory, with fsync and synchronous commit on (the defaults, set
-// explicitly).
+// explicitly); arms (e1a) and (e2a) turn synchronous commit off on their
+// own database.
 type postgres struct {
 	bin, dir string
 	port     int

@@ -142,10 +142,11 @@ set size at the end of the arm is given beside it).
   (fsync=on, synchronous_commit=on): `+"`RunWorkflow`"+` of a one-step workflow until `+"`GetResult`"+` returns.
 - (e2) the same, one step of a ten-step workflow: latency from one step's end to the next's (steps 2–10, inside the
   workflow); throughput and CPU count ten steps per workflow, its start and end included.
+- (b3) as (b) with one call per action, `+"`ProposeAction`"+` with `+"`wait`"+` (the SDKs' `+"`ProposeAndWait`"+`, arm (b1)), and
+  `+"`steward dev --sync always`"+`: every append synced to disk before it is acknowledged. (e1a) and (e2a) are (e1) and (e2)
+  with synchronous_commit=off on their database.
 
-Durability differs and the ratios should be read with it: JetStream's file store acknowledges a write once it is in the
-operating system's page cache and syncs to disk every two minutes by default (sync_interval), so a power loss can lose the
-last two minutes of acknowledged actions though a process crash loses none; PostgreSQL flushes its WAL to disk at every commit.
+Durability differs between the arms and the ratios should be read with it: see Equal durability at the end.
 
 The machine is shared: other work runs on its two cores while the arms run (the load averages below), which lowers
 throughput and stretches p99 for every arm; the rounds are interleaved so that this hits all arms alike, and the ratios
@@ -172,6 +173,7 @@ Per round:
 	if t := componentsTable(labels, runs); t != "" {
 		b.WriteString("\n" + t)
 	}
+	b.WriteString("\n" + r.durabilitySection())
 	return b.String()
 }
 
@@ -271,6 +273,9 @@ func (r *report) rewriteDoc(path string) error {
 	fmt.Fprintf(&blk, "`%s` (%d interleaved rounds in one run, medians; %s, commit %s; details and each round: [bench/results.md](../bench/results.md)):\n\n",
 		r.command(), r.rounds, r.when.Format("2006-01-02"), r.commit)
 	blk.WriteString(r.table())
+	if t := r.equalDurability(); t != "" {
+		blk.WriteString("\nAt equal durability, Steward's medians over DBOS's (what each setting promises: [bench/results.md](../bench/results.md#equal-durability), [storage.md](storage.md#durability)):\n\n" + t)
+	}
 	blk.WriteString("\n![p50, p99 and throughput per arm](../bench/results.png)\n")
 	s = s[:i] + blk.String() + s[j:]
 	return os.WriteFile(path, []byte(s), 0o644)
