@@ -35,7 +35,7 @@ type Result struct {
 	Throughput float64 `json:"throughput"` // actions (or steps) per second, 16 at once
 	CPUms      float64 `json:"cpu_ms"`     // CPU milliseconds per action, the arm's whole process (and PostgreSQL's, or its planes' and NATS nodes' processes) while measured
 	RSSMB      float64 `json:"rss_mb"`     // peak RSS of the arm's process
-	ServerMB   float64 `json:"server_mb"`  // PostgreSQL's proportional set size at the end, DBOS arms only
+	ServerMB   float64 `json:"server_mb"`  // PostgreSQL's (DBOS arms) or the Restate server's (Restate arms) proportional set size at the end
 	Samples    int     `json:"samples"`
 	// Components is the CPU milliseconds per action of each process the
 	// arm runs beside its own (a plane, a NATS node, PostgreSQL), over the
@@ -57,6 +57,7 @@ type opts struct {
 	latencyN, throughputN int
 	pgURL                 string
 	pgPID                 int
+	restate               restateEndpoints
 }
 
 // perProcess are the arms that run each plane and NATS node as a process
@@ -86,6 +87,10 @@ var arms = []arm{
 		"PostgreSQL: fsync (WAL flush) at every commit", runDBOSWorkflow},
 	{"dbos-step10", "(e2) DBOS Transact: one step of a ten-step workflow",
 		"PostgreSQL: fsync (WAL flush) at every commit", runDBOSStep},
+	{"restate-call1", "(r1) Restate: one-step handler, called through the ingress",
+		restateDurability, runRestateCall},
+	{"restate-step10", "(r2) Restate: one step of a ten-step handler",
+		restateDurability, runRestateStep},
 }
 
 func main() {
@@ -96,11 +101,15 @@ func main() {
 	throughputN := flag.Int("tp", 800, "actions per arm and round at 16 at once, for throughput")
 	pgURL := flag.String("pg", "", "PostgreSQL URL (child arms)")
 	pgPID := flag.Int("pgpid", 0, "postmaster pid (child arms)")
+	var rs restateEndpoints
+	flag.StringVar(&rs.ingress, "restate-ingress", "", "Restate ingress URL (child arms)")
+	flag.StringVar(&rs.admin, "restate-admin", "", "Restate admin API URL (child arms)")
+	flag.IntVar(&rs.pid, "restate-pid", 0, "Restate server pid (child arms)")
 	cpuProfile := flag.String("cpuprofile", "", "with -arm: write the arm's CPU profile to this file")
-	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-allow-1rt,dev-allow-traced,dev-default,services,services-r3,services-procs,services-gateway,dbos-wf1,dbos-step10)")
+	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-allow-1rt,dev-allow-traced,dev-default,services,services-r3,services-procs,services-gateway,dbos-wf1,dbos-step10,restate-call1,restate-step10)")
 	outDir := flag.String("out", ".", "directory for results.md and results.png")
 	doc := flag.String("doc", "../docs/performance.md", "Markdown file whose marked block to rewrite; empty for none")
-	base := flag.String("base", "", "a git `REV` to compare with: its arms run beside this build's, round by round, and a comparison is printed instead of writing the reports (default arms: all but DBOS's and those that run each process apart: services-r3, services-procs, services-gateway)")
+	base := flag.String("base", "", "a git `REV` to compare with: its arms run beside this build's, round by round, and a comparison is printed instead of writing the reports (default arms: all but DBOS's, Restate's and those that run each process apart: services-r3, services-procs, services-gateway)")
 	memory := flag.Int("memory", 0, "instead of the arms: measure each plane's resident memory with `N` running tasks (arm (g)'s layout) and print a table")
 	flag.Parse()
 	if *memory > 0 {
@@ -109,7 +118,7 @@ func main() {
 		}
 		return
 	}
-	o := opts{latencyN: *latencyN, throughputN: *throughputN, pgURL: *pgURL, pgPID: *pgPID}
+	o := opts{latencyN: *latencyN, throughputN: *throughputN, pgURL: *pgURL, pgPID: *pgPID, restate: rs}
 	if *armID != "" {
 		a, ok := find(*armID)
 		if !ok {
@@ -127,10 +136,10 @@ func main() {
 	}
 	selected := arms
 	if *base != "" {
-		// Neither DBOS's arms nor those that measure each process apart
-		// (builds before them lack them): -arms names them.
+		// Neither DBOS's nor Restate's arms nor those that measure each
+		// process apart (builds before them lack them): -arms names them.
 		selected = slices.DeleteFunc(slices.Clone(arms), func(a arm) bool {
-			return strings.HasPrefix(a.id, "dbos") || slices.Contains(perProcess, a.id)
+			return strings.HasPrefix(a.id, "dbos") || isRestate(a) || slices.Contains(perProcess, a.id)
 		})
 	}
 	if *only != "" {
@@ -191,6 +200,15 @@ func drive(selected []arm, rounds int, o opts, outDir, doc, baseRev string) erro
 		}
 		defer pg.stop()
 		fmt.Fprintf(os.Stderr, "bench: %s (fsync=%s, synchronous_commit=%s)\n", pg.version, pg.setting("fsync"), pg.setting("synchronous_commit"))
+	}
+	if slices.ContainsFunc(selected, isRestate) {
+		rs, err := startRestate()
+		if err != nil {
+			return fmt.Errorf("restate: %w", err)
+		}
+		defer rs.stop()
+		o.restate = rs.restateEndpoints
+		fmt.Fprintf(os.Stderr, "bench: %s (ingress %s, admin %s)\n", rs.version, rs.ingress, rs.admin)
 	}
 	var base *build
 	if baseRev != "" {
@@ -257,6 +275,9 @@ func runArm(x run, r int, o opts, pg *postgres) (Result, error) {
 			return Result{}, err
 		}
 		args = append(args, "-pg", pg.url(db), "-pgpid", fmt.Sprint(pg.pid))
+	}
+	if isRestate(a) {
+		args = append(args, o.restate.args()...)
 	}
 	cmd := exec.Command(x.bin, args...)
 	var out bytes.Buffer
