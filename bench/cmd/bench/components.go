@@ -47,7 +47,7 @@ func componentsTable(labels []string, runs [][]Result) string {
 	}
 	sortComponents(names)
 	var b strings.Builder
-	b.WriteString("CPU ms per action of each process beside the arm's own (its planes, NATS nodes, PostgreSQL), over the throughput phase (16 at once), medians of the rounds; the arm's own process (the driver) is not among them:\n\n")
+	b.WriteString("CPU ms per action of each process beside the arm's own (its planes, NATS nodes, PostgreSQL, the Restate server), over the throughput phase (16 at once), medians of the rounds; the arm's own process (the driver) is not among them:\n\n")
 	fmt.Fprintf(&b, "| arm | %s | sum |\n| --- |%s ---: |\n", strings.Join(names, " | "), strings.Repeat(" ---: |", len(names)))
 	for i, rs := range runs {
 		if len(rs) == 0 || rs[0].Components == nil {

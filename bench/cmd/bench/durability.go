@@ -5,9 +5,9 @@ import (
 	"strings"
 )
 
-// pairing is a Steward arm and a DBOS arm that acknowledge at the same
-// durability.
-type pairing struct{ steward, dbos, durability string }
+// pairing is a Steward arm and a peer's (DBOS, Restate) that acknowledge
+// at the same durability.
+type pairing struct{ steward, peer, durability string }
 
 const (
 	unsynced = "before the disk: page cache / asynchronous commit"
@@ -17,7 +17,7 @@ const (
 // pairings are what the report compares at equal durability, each when
 // both its arms ran: Steward's default against PostgreSQL's asynchronous
 // commit (neither waits for the disk), then Steward with --sync always
-// against PostgreSQL's default (both do). (b3) takes (b1)'s path, so
+// against PostgreSQL's default and Restate's (all do). (b3) takes (b1)'s path, so
 // (b1) is its like against (e1a) and (e2a); (b) is there for the run
 // that has no (b1).
 var pairings = []pairing{
@@ -27,25 +27,27 @@ var pairings = []pairing{
 	{"dev-allow-1rt", "dbos-step10-async", unsynced},
 	{"dev-allow-sync", "dbos-wf1", synced},
 	{"dev-allow-sync", "dbos-step10", synced},
+	{"dev-allow-sync", "restate-call1", synced},
+	{"dev-allow-sync", "restate-step10", synced},
 }
 
 // equalDurability is the table of the pairings that ran, Steward's
-// medians over DBOS's; empty if none did.
+// medians over the peer's; empty if none did.
 func (r *report) equalDurability() string {
 	var b strings.Builder
 	for _, p := range pairings {
-		if len(r.results[p.steward]) == 0 || len(r.results[p.dbos]) == 0 {
+		if len(r.results[p.steward]) == 0 || len(r.results[p.peer]) == 0 {
 			continue
 		}
 		if b.Len() == 0 {
-			b.WriteString("| acknowledged | Steward | DBOS | p50, Steward / DBOS | 16 at once | CPU per action |\n")
+			b.WriteString("| acknowledged | Steward | peer | p50, Steward / peer | 16 at once | CPU per action |\n")
 			b.WriteString("| --- | --- | --- | ---: | ---: | ---: |\n")
 		}
 		cell := func(f func(Result) float64, format string) string {
-			s, d := r.med(p.steward, f), r.med(p.dbos, f)
+			s, d := r.med(p.steward, f), r.med(p.peer, f)
 			return fmt.Sprintf("%s ("+format+" / "+format+")", ratio(s, d), s, d)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", p.durability, label(p.steward), label(p.dbos),
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", p.durability, label(p.steward), label(p.peer),
 			cell(p50, "%.2f ms"), cell(tput, "%.0f/s"), cell(cpu, "%.3f ms"))
 	}
 	return b.String()
@@ -81,17 +83,20 @@ should be read with it:
   system, a power loss, or a crash of PostgreSQL itself (an immediate shutdown counts as one) can lose the
   commits of that window, never the database's consistency (PostgreSQL 15 documentation, 30.4
   Asynchronous Commit).
+- Restate (r1, r2), one node as configured by default: its log-server syncs its RocksDB WAL at every write
+  batch before it acknowledges the appends in it; appends that queue during a write share the next sync
+  (restate v1.7.6, crates/log-server/src/rocksdb_logstore/writer.rs). Synced, as (b3) and (e1, e2).
 
 So the pairings below are alike, not the same: neither side of the first waits for the disk, but
 PostgreSQL's window is under a second and a crash of PostgreSQL alone can lose it, while JetStream's is two
-minutes and a crash of the process loses nothing; both sides of the second flush before they acknowledge.
-Ratios are Steward's median over DBOS's (below 1× is faster for p50 and CPU, slower for throughput).
+minutes and a crash of the process loses nothing; both sides of the others flush before they acknowledge.
+Ratios are Steward's median over the peer's (below 1× is faster for p50 and CPU, slower for throughput).
 
 `)
 	if t := r.equalDurability(); t != "" {
 		b.WriteString(t)
 	} else {
-		b.WriteString("No pairing ran: it takes a Steward arm of (b), (b1) or (b3) and a DBOS arm at the same durability.\n")
+		b.WriteString("No pairing ran: it takes a Steward arm of (b), (b1) or (b3) and a DBOS or Restate arm at the same durability.\n")
 	}
 	return b.String()
 }

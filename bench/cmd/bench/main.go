@@ -35,7 +35,7 @@ type Result struct {
 	Throughput float64 `json:"throughput"` // actions (or steps) per second, 16 at once
 	CPUms      float64 `json:"cpu_ms"`     // CPU milliseconds per action, the arm's whole process (and PostgreSQL's, or its planes' and NATS nodes' processes) while measured
 	RSSMB      float64 `json:"rss_mb"`     // peak RSS of the arm's process
-	ServerMB   float64 `json:"server_mb"`  // PostgreSQL's proportional set size at the end, DBOS arms only
+	ServerMB   float64 `json:"server_mb"`  // PostgreSQL's (DBOS arms) or the Restate server's (Restate arms) proportional set size at the end
 	Samples    int     `json:"samples"`
 	// Components is the CPU milliseconds per action of each process the
 	// arm runs beside its own (a plane, a NATS node, PostgreSQL), over the
@@ -57,6 +57,7 @@ type opts struct {
 	latencyN, throughputN int
 	pgURL                 string
 	pgPID                 int
+	restate               restateEndpoints
 }
 
 // perProcess are the arms that run each plane and NATS node as a process
@@ -96,6 +97,10 @@ var arms = []arm{
 		"PostgreSQL: fsync (WAL flush) at every commit", runDBOSStep},
 	{"dbos-step10-async", "(e2a) as (e2), synchronous_commit=off",
 		"PostgreSQL, synchronous_commit=off: acknowledged before the WAL flush, flushed within 3× wal_writer_delay (600 ms)", runDBOSStepAsync},
+	{"restate-call1", "(r1) Restate: one-step handler, called through the ingress",
+		restateDurability, runRestateCall},
+	{"restate-step10", "(r2) Restate: one step of a ten-step handler",
+		restateDurability, runRestateStep},
 }
 
 func main() {
@@ -106,11 +111,15 @@ func main() {
 	throughputN := flag.Int("tp", 800, "actions per arm and round at 16 at once, for throughput")
 	pgURL := flag.String("pg", "", "PostgreSQL URL (child arms)")
 	pgPID := flag.Int("pgpid", 0, "postmaster pid (child arms)")
+	var rs restateEndpoints
+	flag.StringVar(&rs.ingress, "restate-ingress", "", "Restate ingress URL (child arms)")
+	flag.StringVar(&rs.admin, "restate-admin", "", "Restate admin API URL (child arms)")
+	flag.IntVar(&rs.pid, "restate-pid", 0, "Restate server pid (child arms)")
 	cpuProfile := flag.String("cpuprofile", "", "with -arm: write the arm's CPU profile to this file")
-	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-allow-1rt,dev-allow-traced,dev-allow-sync,dev-default,services,services-r3,services-procs,services-gateway,dbos-wf1,dbos-wf1-async,dbos-step10,dbos-step10-async)")
+	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-allow-1rt,dev-allow-traced,dev-allow-sync,dev-default,services,services-r3,services-procs,services-gateway,dbos-wf1,dbos-wf1-async,dbos-step10,dbos-step10-async,restate-call1,restate-step10)")
 	outDir := flag.String("out", ".", "directory for results.md and results.png")
 	doc := flag.String("doc", "../docs/performance.md", "Markdown file whose marked block to rewrite; empty for none")
-	base := flag.String("base", "", "a git `REV` to compare with: its arms run beside this build's, round by round, and a comparison is printed instead of writing the reports (default arms: all but DBOS's, those that run each process apart: services-r3, services-procs, services-gateway, and dev-allow-sync)")
+	base := flag.String("base", "", "a git `REV` to compare with: its arms run beside this build's, round by round, and a comparison is printed instead of writing the reports (default arms: all but DBOS's, Restate's, those that run each process apart: services-r3, services-procs, services-gateway, and dev-allow-sync)")
 	memory := flag.Int("memory", 0, "instead of the arms: measure each plane's resident memory with `N` running tasks (arm (g)'s layout) and print a table")
 	flag.Parse()
 	if *memory > 0 {
@@ -119,7 +128,7 @@ func main() {
 		}
 		return
 	}
-	o := opts{latencyN: *latencyN, throughputN: *throughputN, pgURL: *pgURL, pgPID: *pgPID}
+	o := opts{latencyN: *latencyN, throughputN: *throughputN, pgURL: *pgURL, pgPID: *pgPID, restate: rs}
 	if *armID != "" {
 		a, ok := find(*armID)
 		if !ok {
@@ -137,10 +146,11 @@ func main() {
 	}
 	selected := arms
 	if *base != "" {
-		// Neither DBOS's arms nor those that measure each process apart
-		// or need --sync (builds before them lack them): -arms names them.
+		// Neither DBOS's nor Restate's arms nor those that measure each
+		// process apart or need --sync (builds before them lack them):
+		// -arms names them.
 		selected = slices.DeleteFunc(slices.Clone(arms), func(a arm) bool {
-			return strings.HasPrefix(a.id, "dbos") || slices.Contains(perProcess, a.id) || slices.Contains(needSync, a.id)
+			return strings.HasPrefix(a.id, "dbos") || isRestate(a) || slices.Contains(perProcess, a.id) || slices.Contains(needSync, a.id)
 		})
 	}
 	if *only != "" {
@@ -201,6 +211,15 @@ func drive(selected []arm, rounds int, o opts, outDir, doc, baseRev string) erro
 		}
 		defer pg.stop()
 		fmt.Fprintf(os.Stderr, "bench: %s (fsync=%s, synchronous_commit=%s, wal_writer_delay=%s)\n", pg.version, pg.setting("fsync"), pg.setting("synchronous_commit"), pg.setting("wal_writer_delay"))
+	}
+	if slices.ContainsFunc(selected, isRestate) {
+		rs, err := startRestate()
+		if err != nil {
+			return fmt.Errorf("restate: %w", err)
+		}
+		defer rs.stop()
+		o.restate = rs.restateEndpoints
+		fmt.Fprintf(os.Stderr, "bench: %s (ingress %s, admin %s)\n", rs.version, rs.ingress, rs.admin)
 	}
 	var base *build
 	if baseRev != "" {
@@ -267,6 +286,9 @@ func runArm(x run, r int, o opts, pg *postgres) (Result, error) {
 			return Result{}, err
 		}
 		args = append(args, "-pg", pg.url(db), "-pgpid", fmt.Sprint(pg.pid))
+	}
+	if isRestate(a) {
+		args = append(args, o.restate.args()...)
 	}
 	cmd := exec.Command(x.bin, args...)
 	var out bytes.Buffer

@@ -90,7 +90,11 @@ func (r *report) table() string {
 		id := a.id
 		mem := fmt.Sprintf("%.0f", r.med(id, rss))
 		if v := r.med(id, pss); v > 0 {
-			mem += fmt.Sprintf(" + PostgreSQL %.0f (PSS)", v)
+			server := "PostgreSQL"
+			if isRestate(a) {
+				server = "Restate"
+			}
+			mem += fmt.Sprintf(" + %s %.0f (PSS)", server, v)
 		}
 		fmt.Fprintf(&b, "| %s | %.2f | %.2f | %.0f | %.3f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			a.name, r.med(id, p50), r.med(id, p99), r.med(id, tput), r.med(id, cpu), mem, a.durability,
@@ -115,10 +119,10 @@ func (r *report) markdown() string {
 	b.WriteString("\n![p50, p99 and throughput per arm](results.png)\n\n")
 	fmt.Fprintf(&b, `What is measured, per arm and round, after %d unmeasured warm-up actions: %d actions one after another (p50, p99), then %d actions with 16 in flight at once (throughput).
 CPU per action is the arm's process's user and system CPU time (getrusage) over both phases divided by the actions done; for
-the DBOS arms it adds the CPU time of PostgreSQL's postmaster and backends, for (f) and (g) that of every plane's and NATS
+the DBOS arms it adds the CPU time of PostgreSQL's postmaster and backends, for the Restate arms that of the Restate server, for (f) and (g) that of every plane's and NATS
 node's process, read from /proc (each one's alone, over the throughput phase, in the table at the end). Peak RSS is the child process's
-maximum resident set (the whole arm: for Steward the NATS server and all planes, for DBOS the Go client; PostgreSQL's proportional
-set size at the end of the arm is given beside it).
+maximum resident set (the whole arm: for Steward the NATS server and all planes, for DBOS the Go client, for Restate the Go service; PostgreSQL's
+or the Restate server's proportional set size at the end of the arm is given beside it).
 
 - (a) the floor: an embedded NATS server (in-process, file store, as `+"`steward dev`"+` uses), one stream, four durable
   consumers; the client publishes, consumer k receives hop k-1 and publishes hop k, the action is done when the fifth publish
@@ -145,8 +149,15 @@ set size at the end of the arm is given beside it).
 - (b3) as (b) with one call per action, `+"`ProposeAction`"+` with `+"`wait`"+` (the SDKs' `+"`ProposeAndWait`"+`, arm (b1)), and
   `+"`steward dev --sync always`"+`: every append synced to disk before it is acknowledged. (e1a) and (e2a) are (e1) and (e2)
   with synchronous_commit=off on their database.
+- (r1) Restate: the Restate server %s (npm's @restatedev/restate-server, one node, its default configuration, telemetry
+  off) on loopback, a service of the Restate Go SDK (github.com/restatedev/sdk-go v1.2.0) in the arm's process over HTTP/2
+  cleartext, registered with the admin API; a handler of one `+"`restate.Run`"+` step called through the ingress, request and
+  response (HTTP/1.1), latency until the response is back.
+- (r2) the same, one step of a ten-step handler, measured as (e2).
 
-Durability differs between the arms and the ratios should be read with it: see Equal durability at the end.
+Durability differs between the arms and the ratios should be read with it: see Equal durability at the end. Restate's
+log-server syncs its RocksDB WAL at every write batch before it acknowledges the appends in it (its partition store is
+rebuilt from that log), as PostgreSQL at synchronous_commit=on flushes its WAL at every commit.
 
 The machine is shared: other work runs on its two cores while the arms run (the load averages below), which lowers
 throughput and stretches p99 for every arm; the rounds are interleaved so that this hits all arms alike, and the ratios
@@ -156,7 +167,7 @@ Per round:
 
 | round | arm | p50 ms | p99 ms | /s | CPU ms | RSS MB | load average at start |
 | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |
-`, warmup, r.o.latencyN, r.o.throughputN, actionsPerTask)
+`, warmup, r.o.latencyN, r.o.throughputN, actionsPerTask, restateVersion)
 	for i := range r.rounds {
 		for _, a := range r.arms {
 			if res := r.results[a.id]; i < len(res) {
