@@ -5,6 +5,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/leader"
 )
 
@@ -78,13 +79,33 @@ type floorKey struct{}
 type floor struct {
 	taskID string
 	seq    uint64
+	rec    *stewardv1.EventRecord // the event itself, under a reaction
 }
 
 // WithReadFloor marks ctx as a reader that must see taskID up to stream
 // sequence seq: React does so for the event each reaction handles, and a
 // caller that holds an acknowledgement may do so for what it appended.
 func WithReadFloor(ctx context.Context, taskID string, seq uint64) context.Context {
-	return context.WithValue(ctx, floorKey{}, floor{taskID, seq})
+	return context.WithValue(ctx, floorKey{}, floor{taskID: taskID, seq: seq})
+}
+
+// WithHandled is WithReadFloor for a reaction to rec, which it also
+// carries (Handled): React does so for each reaction.
+func WithHandled(ctx context.Context, rec *stewardv1.EventRecord) context.Context {
+	return context.WithValue(ctx, floorKey{}, floor{taskID: rec.Event.TaskId, seq: rec.Sequence, rec: rec})
+}
+
+// Handled returns the event of taskID at stream sequence seq that the
+// reaction under ctx handles, as delivered and checked against its own
+// hash; nil if ctx is not a reaction to that event. A reader whose fold
+// stands on the event's prev_hash may fold it without reading the log:
+// the chain takes one event on a head, so it is the very next one. It is
+// the reaction's too: a reader copies what it keeps.
+func Handled(ctx context.Context, taskID string, seq uint64) *stewardv1.EventRecord {
+	if f, ok := ctx.Value(floorKey{}).(floor); ok && f.rec != nil && f.taskID == taskID && f.seq == seq {
+		return f.rec
+	}
+	return nil
 }
 
 // ReadFloor returns the stream sequence that a read of taskID under ctx

@@ -225,7 +225,7 @@ func (l *Log) deliver(ctx context.Context, d delivery) {
 		}
 	}}
 	hctx := context.WithValue(context.WithValue(ctx, msgKey{}, d.msg), detachKey{}, work)
-	hctx = WithReadFloor(hctx, d.rec.Event.TaskId, d.rec.Sequence)
+	hctx = WithHandled(hctx, d.rec)
 	hctx, end := l.reactionSpan(hctx, d.name, d.rec)
 	err := h(hctx, d.rec)
 	end(err)

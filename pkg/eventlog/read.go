@@ -184,9 +184,10 @@ func (l *Log) verify(subject, taskID string, raws []Raw) ([]*stewardv1.EventReco
 }
 
 // scan calls fn for each event stored on subject (a wildcard) from stream
-// sequence from on, in order, until fn returns an error. Each step is one
-// direct get of the next message on the subject, answered by any replica,
-// up to the last message, which is the leader's word (consistent.go).
+// sequence from on, in order, until fn returns an error. The subject's
+// last message, the leader's word (consistent.go), is read first and
+// handed on as read; each step before it is one direct get of the next
+// message on the subject, answered by any replica.
 //
 // The walk stops at the subject's last message, read first: asking for
 // one more would have the server look through every later message of the
@@ -194,17 +195,23 @@ func (l *Log) verify(subject, taskID string, raws []Raw) ([]*stewardv1.EventReco
 // is not what its index skips with once a stream holds many subjects.
 // Events appended during the walk are left for the next read.
 func (l *Log) scan(ctx context.Context, subject string, from uint64, fn func(seq uint64, subject string, data []byte) error) error {
-	last, err := l.lastOn(ctx, subject)
-	if err != nil {
-		return err
+	last, err := l.last(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
 	}
-	for from <= last {
-		msg, err := l.next(ctx, from, subject)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil
-		}
-		if err != nil {
-			return errs.Wrap(errs.Unavailable, err, "read %s", subject)
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "read %s", subject)
+	}
+	for from <= last.seq {
+		msg := last
+		// The last message is in hand: most reads of what is new find
+		// one event, and need no second trip for it.
+		if from < last.seq {
+			if msg, err = l.next(ctx, from, subject); errors.Is(err, jetstream.ErrMsgNotFound) {
+				return nil
+			} else if err != nil {
+				return errs.Wrap(errs.Unavailable, err, "read %s", subject)
+			}
 		}
 		if err := fn(msg.seq, msg.subject, msg.data); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package taskstore
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"time"
@@ -90,6 +91,24 @@ func (e *entry) catchUp(ctx context.Context, s *Store, taskID string) error {
 		return errs.Later(behindRetry, "task %s read up to seq %d, behind its event at seq %d", taskID, e.task.LastSequence, floor)
 	}
 	return nil
+}
+
+// reach brings the entry's fold up to seq at least: by folding the event
+// at seq that the reaction under ctx handles, when the fold stands on its
+// prev_hash (eventlog.Handled) — the reaction was handed it, and reading
+// it again is a round trip to the server for each plane that keeps a fold
+// of its own (services mode) — else by catchUp.
+func (e *entry) reach(ctx context.Context, s *Store, taskID string, seq uint64) error {
+	rec := eventlog.Handled(ctx, taskID, seq)
+	if rec != nil && e.task != nil && len(rec.Event.GetPrevHash()) > 0 && bytes.Equal(rec.Event.PrevHash, e.task.LastHash) {
+		// A copy: the fold keeps parts of its events, and the event is the
+		// reaction's too.
+		if e.apply(&stewardv1.EventRecord{Sequence: rec.Sequence, Event: proto.CloneOf(rec.Event)}) == nil {
+			return nil
+		}
+		// Refused, and the entry emptied: read afresh.
+	}
+	return e.catchUp(ctx, s, taskID)
 }
 
 // behindRetry is how soon a reaction whose read was behind its event comes

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
@@ -54,4 +55,40 @@ func TestAReadBehindItsFloorIsNotYet(t *testing.T) {
 func isLater(err error) bool {
 	_, ok := errs.LaterBy(err)
 	return ok
+}
+
+// TestAReactionFoldsTheEventItWasHanded: a plane that keeps a fold of its
+// own (services mode) and reacts to the task's next event folds the event
+// it was handed instead of reading it again; an event that does not stand
+// on the fold's head is read from the log as before. The handed event here
+// was never appended, so only a fold of what was handed can hold it.
+func TestAReactionFoldsTheEventItWasHanded(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	const id = "handed"
+	tk := stewardtest.Append(t, log, id, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "x"}})
+	tasks := tasksOf(log)
+	if _, _, err := tasks.Load(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	handed := func(prev []byte) *stewardv1.EventRecord {
+		ev := stewardtest.Event(t, id, &stewardv1.TaskStarted{})
+		if _, err := event.Seal(ev, prev); err != nil {
+			t.Fatal(err)
+		}
+		return &stewardv1.EventRecord{Sequence: tk.LastSequence + 3, Event: ev}
+	}
+
+	astray := handed([]byte("not the head"))
+	if _, _, err := tasks.LoadSince(eventlog.WithHandled(ctx, astray), id, astray.Sequence); !isLater(err) {
+		t.Fatalf("a handed event not on the fold's head: %v, want the log read, which has not reached it (not yet)", err)
+	}
+	next := handed(tk.LastHash)
+	got, _, err := tasks.LoadSince(eventlog.WithHandled(ctx, next), id, next.Sequence)
+	if err != nil {
+		t.Fatalf("the next event, handed: %v", err)
+	}
+	if got.LastSequence != next.Sequence || got.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
+		t.Fatalf("after the handed start: seq %d, %v; want %d, running", got.LastSequence, got.Status, next.Sequence)
+	}
 }

@@ -53,7 +53,7 @@ func (s *Store) LoadSince(ctx context.Context, taskID string, seq uint64) (*stew
 	}
 	defer e.release()
 	if e.task == nil || e.task.LastSequence < seq {
-		if err := e.catchUp(ctx, s, taskID); err != nil {
+		if err := e.reach(ctx, s, taskID, seq); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -71,7 +71,7 @@ func (s *Store) Peek(ctx context.Context, taskID string, seq uint64, fn func(t *
 	}
 	defer e.release()
 	if e.task == nil || e.task.LastSequence < seq {
-		if err := e.catchUp(ctx, s, taskID); err != nil {
+		if err := e.reach(ctx, s, taskID, seq); err != nil {
 			return err
 		}
 	}

@@ -65,7 +65,9 @@ func (o *observer) observe(ctx context.Context, rec *stewardv1.EventRecord) erro
 		return nil
 	}
 	taskID := rec.Event.TaskId
-	t, _, err := o.tasks.Load(ctx, taskID)
+	// As of the outcome: what it decides is decided again on the task as
+	// the log has it (apply).
+	t, _, err := o.tasks.LoadSince(ctx, taskID, rec.Sequence)
 	if err != nil {
 		return err
 	}
