@@ -114,15 +114,14 @@ func canonicalInput(members []member) (inputRecord, error) {
 		if i == 0 {
 			sep = "{"
 		}
-		b.WriteString(sep + strconv.Quote(m.key) + ":")
-		canonical := m.canonical
-		if canonical == nil {
-			var err error
-			if canonical, err = action.CanonicalJSON(m.value); err != nil {
-				return inputRecord{}, err
-			}
+		b.WriteString(sep)
+		b.Write(strconv.AppendQuote(b.AvailableBuffer(), m.key))
+		b.WriteByte(':')
+		if m.canonical != nil {
+			b.Write(m.canonical)
+		} else if err := action.WriteCanonicalJSON(&b, m.value); err != nil {
+			return inputRecord{}, err
 		}
-		b.Write(canonical)
 	}
 	b.WriteString("}")
 	return inputRecord{canonical: b.Bytes(), hash: policystore.InputHash(b.Bytes())}, nil
