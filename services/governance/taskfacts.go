@@ -36,9 +36,11 @@ func newTaskFacts(t *stewardv1.Task) (taskFacts, error) {
 	return taskFacts{value: value, canonical: canonical}, nil
 }
 
-// maxCachedTasks bounds taskFactsCache: tens of kilobytes a task, so a
-// few tens of megabytes at most, for the tasks proposing at once.
-const maxCachedTasks = 1024
+// maxCachedTasks bounds taskFactsCache: about 12 kB a task of a typical
+// contract (BenchmarkPolicyInput's), so some 6 MB at most, for the tasks
+// proposing at once; past it a task's facts are built again, as they
+// were before the cache.
+const maxCachedTasks = 512
 
 // taskFactsCache keeps taskFacts by what they are made of, the contract's
 // wire form and the status: a task's proposals share them until its
