@@ -81,6 +81,10 @@ func CanonicalJSON(v any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// WriteCanonicalJSON is CanonicalJSON writing to b, for a document put
+// together from parts: on an error, b holds part of v.
+func WriteCanonicalJSON(b *bytes.Buffer, v any) error { return encode(b, v) }
+
 func encode(b *bytes.Buffer, v any) error {
 	switch x := v.(type) {
 	case nil:

@@ -19,9 +19,22 @@ import (
 // so without it each would read and fold the chain of every rollout ever
 // started, of every tenant; with it, only the chains of the asking
 // tenant's rollouts still ramping are read, fresh.
+//
+// It also keeps the ids of the rollouts started (startedIDs), with the
+// stream sequence of the last rollout.started when they were listed.
 type rolloutIndex struct {
-	mu    sync.Mutex
-	known map[string]indexedRollout
+	mu      sync.Mutex
+	known   map[string]indexedRollout
+	started startedList
+}
+
+// startedList is the ids of every rollout started, sorted, listed after
+// the last rollout.started was the one at sequence last; listed false
+// until a first listing.
+type startedList struct {
+	listed bool
+	last   uint64
+	ids    []string // read-only
 }
 
 type indexedRollout struct {
@@ -49,10 +62,54 @@ func (x *rolloutIndex) put(r *stewardv1.Rollout) {
 	x.known[r.RolloutId] = k
 }
 
+// startedAt returns the ids listed when the last rollout.started was at
+// sequence last, if those are the ones kept.
+func (x *rolloutIndex) startedAt(last uint64) ([]string, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.started.listed || x.started.last != last {
+		return nil, false
+	}
+	return x.started.ids, true
+}
+
+// putStarted keeps ids, listed after the last rollout.started was at
+// sequence last, unless a later listing is kept already.
+func (x *rolloutIndex) putStarted(last uint64, ids []string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.started.listed || last >= x.started.last {
+		x.started = startedList{listed: true, last: last, ids: ids}
+	}
+}
+
+// startedIDs returns, sorted, the ids of every rollout started before the
+// call. Every proposal and every task's creation asks, and a listing is a
+// stream info request whose answer names every rollout's subject, so the
+// ids are listed again only when the last rollout.started is not the one
+// the kept list saw: a rollout started since, by any control plane, is
+// stored after it. That check is a lookup of the last message on one
+// wildcard (the leader's answer on a replicated stream, as a listing is).
+func (p *rollouts) startedIDs(ctx context.Context) ([]string, error) {
+	last, err := p.log.LastOfTypes(ctx, event.TypeRolloutStarted)
+	if err != nil {
+		return nil, err
+	}
+	if ids, ok := p.index.startedAt(last); ok {
+		return ids, nil
+	}
+	ids, err := p.log.ChainIDs(ctx, event.TypeRolloutStarted)
+	if err != nil {
+		return nil, err
+	}
+	p.index.putStarted(last, ids)
+	return ids, nil
+}
+
 // tenantRollouts returns tenant's rollouts, oldest first; of tool only,
 // unless tool is "". Ended ones come from the index (read-only).
 func (p *rollouts) tenantRollouts(ctx context.Context, tenant, tool string) ([]*stewardv1.Rollout, error) {
-	ids, err := p.log.ChainIDs(ctx, event.TypeRolloutStarted)
+	ids, err := p.startedIDs(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -73,7 +73,7 @@ func TestPolicyReadsContextAndInputs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			input, rec, err := policyInput(tk, facts, a, request)
+			input, rec, err := inputOf(tk, facts, a, request)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +89,7 @@ func TestPolicyReadsContextAndInputs(t *testing.T) {
 			if len(tt.inputs) > 0 {
 				other := proto.CloneOf(tk)
 				other.Contract.InputSnapshot.Inputs[0].Digest = "sha256:" + strings.Repeat("1e", 32)
-				_, otherRec, err := policyInput(other, facts, a, request)
+				_, otherRec, err := inputOf(other, facts, a, request)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -13,17 +13,13 @@ import (
 	"github.com/steward-run/steward/pkg/task"
 )
 
-// policyInput builds the input document for one evaluation, and its
-// canonical form, whose hash the snapshot records (inputRecord). Every value in it is
-// one OPA takes as it is (map[string]any, []any, string, bool,
-// json.Number, nil); nothing in it is shared except tool.facts, which no
-// one writes to.
-func policyInput(t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request []byte) (map[string]any, inputRecord, error) {
-	taskFacts, err := protoFacts(t.Contract.ProtoReflect())
-	if err != nil {
-		return nil, inputRecord{}, err
-	}
-	taskFacts["status"] = t.Status.String()
+// policyInput builds the input document for one evaluation of a, an
+// action of t, whose facts are facts, and its canonical form, whose hash
+// the snapshot records (inputRecord). Every value in it is one OPA takes
+// as it is (map[string]any, []any, string, bool, json.Number, nil, and
+// the Parts of task and tool, shared by every evaluation of the task and
+// the tool, which no one writes to).
+func policyInput(facts taskFacts, t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request []byte) (map[string]any, inputRecord, error) {
 	params, err := requestParams(request)
 	if err != nil {
 		return nil, inputRecord{}, err
@@ -50,8 +46,8 @@ func policyInput(t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request
 	credential := credentialFacts(t)
 	risk := map[string]any{"contract_risk_tier": t.Contract.GetRiskTier().String()}
 	input := map[string]any{
-		"task":       taskFacts,
-		"tool":       tool.facts,
+		"task":       facts.value,
+		"tool":       tool.value,
 		"action":     actionFacts,
 		"credential": credential,
 		"risk":       risk,
@@ -63,13 +59,13 @@ func policyInput(t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request
 	// The decision behind the action, when the proposer named one; an
 	// action without one hashes as it always has.
 	if d := task.FindDecision(t, a.DecisionId); a.DecisionId != "" && d != nil {
-		facts := decisionFacts(t, d)
-		input["decision"] = facts
-		members = append(members, member{key: "decision", value: facts})
+		decision := decisionFacts(t, d)
+		input["decision"] = decision
+		members = append(members, member{key: "decision", value: decision})
 	}
 	rec, err := canonicalInput(append(members,
 		member{key: "risk", value: risk},
-		member{key: "task", value: taskFacts},
+		member{key: "task", canonical: facts.canonical},
 		member{key: "tool", canonical: tool.canonical},
 	))
 	if err != nil {
@@ -104,24 +100,28 @@ type inputRecord struct {
 
 // canonicalInput is the canonical form of the document of members, given
 // in key order: the bytes action.CanonicalJSON writes for the whole
-// document, put together a member at a time so that the tool's comes from
-// the cache.
+// document, put together a member at a time so that the task's and the
+// tool's come from their caches.
 func canonicalInput(members []member) (inputRecord, error) {
 	var b bytes.Buffer
+	size := 1024 // room for the members built per action
+	for _, m := range members {
+		size += len(m.key) + 3 + len(m.canonical)
+	}
+	b.Grow(size)
 	for i, m := range members {
 		sep := ","
 		if i == 0 {
 			sep = "{"
 		}
-		b.WriteString(sep + strconv.Quote(m.key) + ":")
-		canonical := m.canonical
-		if canonical == nil {
-			var err error
-			if canonical, err = action.CanonicalJSON(m.value); err != nil {
-				return inputRecord{}, err
-			}
+		b.WriteString(sep)
+		b.Write(strconv.AppendQuote(b.AvailableBuffer(), m.key))
+		b.WriteByte(':')
+		if m.canonical != nil {
+			b.Write(m.canonical)
+		} else if err := action.WriteCanonicalJSON(&b, m.value); err != nil {
+			return inputRecord{}, err
 		}
-		b.Write(canonical)
 	}
 	b.WriteString("}")
 	return inputRecord{canonical: b.Bytes(), hash: policystore.InputHash(b.Bytes())}, nil

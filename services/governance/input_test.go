@@ -351,7 +351,7 @@ func compareInputs(t *testing.T, name string, tk *stewardv1.Task, tool *stewardv
 	if err != nil {
 		t.Fatalf("%s: tool facts: %v", name, err)
 	}
-	got, gotRec, err := policyInput(tk, facts, a, request)
+	got, gotRec, err := inputOf(tk, facts, a, request)
 	if (err != nil) != (wantErr != nil) {
 		t.Fatalf("%s: err = %v, JSON route's = %v", name, err, wantErr)
 	}
@@ -387,10 +387,11 @@ func compareInputs(t *testing.T, name string, tk *stewardv1.Task, tool *stewardv
 }
 
 // notJSONTyped names the first value in v that is not nil, a bool, a
-// string, a json.Number, or a non-nil map[string]any or []any of them.
+// string, a json.Number, a policy.Part, or a non-nil map[string]any or
+// []any of them.
 func notJSONTyped(v any, path string) string {
 	switch x := v.(type) {
-	case nil, bool, string, json.Number:
+	case nil, bool, string, json.Number, policy.Part:
 		return ""
 	case map[string]any:
 		if x == nil {
@@ -417,8 +418,8 @@ func notJSONTyped(v any, path string) string {
 }
 
 // TestEvaluationLeavesInputAsItWas: a tool's facts are shared by every
-// evaluation of the tool, so OPA must only read the input — evaluations
-// at once (under -race) and after.
+// evaluation of the tool, and a task's by its actions', so OPA must only
+// read the input — evaluations at once (under -race) and after.
 func TestEvaluationLeavesInputAsItWas(t *testing.T) {
 	engine, err := policy.Load(context.Background(), "")
 	if err != nil {
@@ -434,10 +435,18 @@ func TestEvaluationLeavesInputAsItWas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	task, err := newTaskFacts(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := json.Marshal([]policy.Part{task.value, facts.value})
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error)
 	for range 4 {
 		go func() {
-			input, _, err := policyInput(tk, facts, a, request)
+			input, _, err := policyInput(task, tk, facts, a, request)
 			if err == nil {
 				_, err = engine.Evaluate(context.Background(), input)
 			}
@@ -456,6 +465,9 @@ func TestEvaluationLeavesInputAsItWas(t *testing.T) {
 	if string(after) != string(before) || string(after) != string(facts.canonical) {
 		t.Fatalf("tool facts changed:\n %s\n %s", before, after)
 	}
+	if again, err := json.Marshal([]policy.Part{task.value, facts.value}); err != nil || string(again) != string(parts) {
+		t.Fatalf("the task's or the tool's part changed (%v):\n %s\n %s", err, parts, again)
+	}
 }
 
 // BenchmarkPolicyInput measures building one action's policy input and
@@ -467,12 +479,17 @@ func BenchmarkPolicyInput(b *testing.B) {
 	tk, tool, a, request := benchAction(b)
 	b.Run("direct", func(b *testing.B) {
 		var cache toolFactsCache
+		var tasks taskFactsCache
 		for b.Loop() {
 			facts, err := cache.of("", tool)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, _, err := policyInput(tk, facts, a, request); err != nil {
+			task, err := tasks.of(tk)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := policyInput(task, tk, facts, a, request); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -498,12 +515,17 @@ func BenchmarkPolicyEvaluation(b *testing.B) {
 		b.Fatal(err)
 	}
 	var cache toolFactsCache
+	var tasks taskFactsCache
 	for b.Loop() {
 		facts, err := cache.of("", tool)
 		if err != nil {
 			b.Fatal(err)
 		}
-		input, _, err := policyInput(tk, facts, a, request)
+		task, err := tasks.of(tk)
+		if err != nil {
+			b.Fatal(err)
+		}
+		input, _, err := policyInput(task, tk, facts, a, request)
 		if err != nil {
 			b.Fatal(err)
 		}

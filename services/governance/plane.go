@@ -89,6 +89,8 @@ type Plane struct {
 	credentials *credentials
 	// toolFacts are the tool contracts as policy reads them.
 	toolFacts toolFactsCache
+	// taskFacts are the tasks as policy reads them.
+	taskFacts taskFactsCache
 	// digest keys the hashes shown to who may not read a task's content
 	// (Config.Digest).
 	digest func(taskID, hash string) string

@@ -207,7 +207,11 @@ func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Ac
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "policy input for %s", a.ActionId)
 	}
-	input, rec, err := policyInput(t, tool, a, request)
+	task, err := p.taskFacts.of(t)
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, err, "policy input for %s", a.ActionId)
+	}
+	input, rec, err := policyInput(task, t, tool, a, request)
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "policy input for %s", a.ActionId)
 	}

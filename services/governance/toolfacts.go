@@ -5,12 +5,15 @@ import (
 
 	"github.com/steward-run/steward/pkg/action"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/services/governance/policy"
 )
 
-// toolFacts is what policy sees of a tool contract, and its canonical
-// form for the input hash.
+// toolFacts is what policy sees of a tool contract, converted for OPA
+// (value, for actions' inputs), and its canonical form for the input
+// hash.
 type toolFacts struct {
 	facts     map[string]any // read-only: shared by every evaluation of the tool
+	value     policy.Part
 	canonical []byte
 }
 
@@ -29,7 +32,11 @@ func newToolFacts(tenant string, c *stewardv1.ToolContract) (toolFacts, error) {
 	if err != nil {
 		return toolFacts{}, err
 	}
-	return toolFacts{facts: facts, canonical: canonical}, nil
+	value, err := policy.NewPart(facts)
+	if err != nil {
+		return toolFacts{}, err
+	}
+	return toolFacts{facts: facts, value: value, canonical: canonical}, nil
 }
 
 // toolFactsCache keeps toolFacts per tool version: a registered version

@@ -64,7 +64,8 @@ func (e *Engine) Revision() string {
 // caller must treat the action as denied for now. Evaluate only reads
 // input, so parts of it may be shared by evaluations running at once; input
 // made only of JSON's types (nil, bool, string, json.Number, map[string]any,
-// []any) goes to OPA without a copy.
+// []any) goes to OPA without a copy, and a member that is a Part without
+// being converted again.
 func (e *Engine) Evaluate(ctx context.Context, input map[string]any) (Result, error) {
 	b := e.current.Load() // one bundle for the whole evaluation
 	return b.decide(ctx, b.query, decisionQuery, inputOption(input))

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"fmt"
 	"iter"
 	"maps"
 	"slices"
@@ -10,18 +11,71 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 )
 
+// Part is a member of input documents converted once to the value OPA
+// evaluates: a tool's facts, a task's, which many evaluations share. A
+// document given to Evaluate may hold Parts as its members (at the top
+// level); each stands for the document NewPart was given. A Part is
+// read-only, and safe to share by evaluations running at once.
+type Part struct{ v ast.Value }
+
+// NewPart converts doc, which must hold only JSON's types (nil, bool,
+// string, json.Number, non-nil map[string]any and []any), as the input
+// documents of Evaluate do, or NewPart fails.
+func NewPart(doc any) (Part, error) {
+	if !jsonShaped(doc, 0) {
+		return Part{}, fmt.Errorf("policy input part: %T holds a value that is not one of JSON's types", doc)
+	}
+	v, err := ast.InterfaceToValue(doc)
+	if err != nil {
+		return Part{}, fmt.Errorf("policy input part: %w", err)
+	}
+	return Part{v}, nil
+}
+
+// MarshalJSON writes the document p stands for, so that an input holding
+// p goes through JSON as the document would (OPA's own route, which
+// inputOption leaves some inputs to).
+func (p Part) MarshalJSON() ([]byte, error) {
+	doc, err := ast.JSON(p.v)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(doc)
+}
+
 // inputOption hands input to a prepared query. Given Go values, OPA first
 // copies every object and array of them (util.RoundTripFast) to turn
 // other Go types into JSON's; a document that holds only JSON's types —
 // what encoding/json decodes with UseNumber, as governance builds it —
-// is converted here without that copy, to the same value.
+// is converted here without that copy, to the same value, its Parts
+// taken as they were converted.
 func inputOption(input map[string]any) rego.EvalOption {
 	if jsonShaped(input, 0) {
-		if v, err := ast.InterfaceToValue(input); err == nil {
+		if v, err := ast.InterfaceToValue(withParts(input)); err == nil {
 			return rego.EvalParsedInput(v)
 		}
 	}
 	return rego.EvalInput(input)
+}
+
+// withParts is input with each Part member replaced by its value, which
+// ast.InterfaceToValue takes as it is; input itself when it has none.
+func withParts(input map[string]any) map[string]any {
+	var out map[string]any
+	for k, v := range input {
+		p, ok := v.(Part)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(input)
+		}
+		out[k] = p.v
+	}
+	if out == nil {
+		return input
+	}
+	return out
 }
 
 // maxShapeDepth stops the check on a document deeper than any input is
@@ -30,8 +84,9 @@ const maxShapeDepth = 200
 
 // jsonShaped reports whether v holds only nil, bool, string, json.Number,
 // and non-nil map[string]any and []any of them: the values OPA's copy
-// leaves as they are. (A nil map or slice is null to it, but an empty
-// object or array to ast.InterfaceToValue.)
+// leaves as they are, and Parts as members of the document (depth 1).
+// (A nil map or slice is null to it, but an empty object or array to
+// ast.InterfaceToValue.)
 func jsonShaped(v any, depth int) bool {
 	if depth > maxShapeDepth {
 		return false
@@ -39,6 +94,8 @@ func jsonShaped(v any, depth int) bool {
 	switch x := v.(type) {
 	case nil, bool, string, json.Number:
 		return true
+	case Part:
+		return depth == 1 && x.v != nil // a member of the document
 	case map[string]any:
 		return x != nil && allShaped(maps.Values(x), depth+1)
 	case []any:

@@ -1,0 +1,84 @@
+package governance
+
+import (
+	"encoding/binary"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/steward-run/steward/pkg/action"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/services/governance/policy"
+)
+
+// taskFacts is what policy sees of a task (input.task: its contract and
+// status), converted for OPA, and its canonical form for the input hash.
+type taskFacts struct {
+	value     policy.Part
+	canonical []byte
+}
+
+// newTaskFacts is what policy sees of t.
+func newTaskFacts(t *stewardv1.Task) (taskFacts, error) {
+	facts, err := protoFacts(t.Contract.ProtoReflect())
+	if err != nil {
+		return taskFacts{}, err
+	}
+	facts["status"] = t.Status.String()
+	canonical, err := action.CanonicalJSON(facts)
+	if err != nil {
+		return taskFacts{}, err
+	}
+	value, err := policy.NewPart(facts)
+	if err != nil {
+		return taskFacts{}, err
+	}
+	return taskFacts{value: value, canonical: canonical}, nil
+}
+
+// maxCachedTasks bounds taskFactsCache: about 12 kB a task of a typical
+// contract (BenchmarkPolicyInput's), so some 6 MB at most, for the tasks
+// proposing at once; past it a task's facts are built again, as they
+// were before the cache.
+const maxCachedTasks = 512
+
+// taskFactsCache keeps taskFacts by what they are made of, the contract's
+// wire form and the status: a task's proposals share them until its
+// contract is amended or its status changes, and building them (facts,
+// canonical JSON, OPA's value) cost more than the rest of the input. A
+// contract that does not marshal (invalid UTF-8) is not cached. Safe for
+// concurrent use.
+type taskFactsCache struct {
+	mu     sync.Mutex
+	byForm map[string]taskFacts // status, contract's deterministic wire form → facts
+}
+
+func (c *taskFactsCache) of(t *stewardv1.Task) (taskFacts, error) {
+	// The status as a varint, which ends itself, then the contract.
+	key, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(binary.AppendVarint(nil, int64(t.Status)), t.Contract)
+	if err != nil {
+		return newTaskFacts(t) // which says why
+	}
+	c.mu.Lock()
+	f, ok := c.byForm[string(key)]
+	c.mu.Unlock()
+	if ok {
+		return f, nil
+	}
+	if f, err = newTaskFacts(t); err != nil {
+		return taskFacts{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byForm == nil {
+		c.byForm = map[string]taskFacts{}
+	}
+	if len(c.byForm) >= maxCachedTasks {
+		for k := range c.byForm { // any one: the map's order is random
+			delete(c.byForm, k)
+			break
+		}
+	}
+	c.byForm[string(key)] = f
+	return f, nil
+}
