@@ -29,6 +29,13 @@ func NewPart(doc any) (Part, error) {
 	if err != nil {
 		return Part{}, fmt.Errorf("policy input part: %w", err)
 	}
+	// An object sorts its keys in place the first time it is walked, and
+	// a rule's `with input…` copies the input unguarded: two evaluations
+	// at once could copy a part half sorted, keys twice or missing. Walk
+	// it once here, before it is shared.
+	if _, err := ast.JSON(v); err != nil {
+		return Part{}, fmt.Errorf("policy input part: %w", err)
+	}
 	return Part{v}, nil
 }
 
