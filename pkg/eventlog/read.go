@@ -202,16 +202,28 @@ func (l *Log) scan(ctx context.Context, subject string, from uint64, fn func(seq
 	if err != nil {
 		return errs.Wrap(errs.Unavailable, err, "read %s", subject)
 	}
-	for from <= last.seq {
-		msg := last
-		// The last message is in hand: most reads of what is new find
-		// one event, and need no second trip for it.
-		if from < last.seq {
-			if msg, err = l.next(ctx, from, subject); errors.Is(err, jetstream.ErrMsgNotFound) {
-				return nil
-			} else if err != nil {
-				return errs.Wrap(errs.Unavailable, err, "read %s", subject)
-			}
+	if from > last.seq {
+		return nil
+	}
+	// The last message is in hand: most reads of what is new find one
+	// event, and need no second trip for it.
+	if err := l.walk(ctx, subject, from, last.seq, fn); err != nil {
+		return err
+	}
+	return fn(last.seq, last.subject, last.data)
+}
+
+// walk calls fn for each message on subject from sequence from on, up to
+// and not including sequence to, which the caller knows holds one: each
+// step one direct get of the next message on the subject.
+func (l *Log) walk(ctx context.Context, subject string, from, to uint64, fn func(seq uint64, subject string, data []byte) error) error {
+	for from < to {
+		msg, err := l.next(ctx, from, subject)
+		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && msg.seq >= to {
+			return nil
+		}
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "read %s", subject)
 		}
 		if err := fn(msg.seq, msg.subject, msg.data); err != nil {
 			return err
@@ -248,17 +260,27 @@ func (l *Log) EachAfter(ctx context.Context, taskID string, after uint64, fn fun
 // and subject.
 func (l *Log) eachOn(ctx context.Context, subject string, after uint64, fn func(*stewardv1.EventRecord) error) error {
 	return l.scan(ctx, subject, after+1, func(seq uint64, subject string, data []byte) error {
-		ev, err := l.decode(subject, data)
-		if errors.Is(err, event.ErrUnknownType) {
-			// Not corrupt: a newer build's, which a newer plane reads; a
-			// reaction reading it waits for one (Unavailable redelivers).
-			return errs.Wrap(errs.Unavailable, err, "%s: event %d", subject, seq)
-		}
+		rec, err := l.record(seq, subject, data)
 		if err != nil {
-			return errs.Wrap(errs.Corrupt, err, "%s: event %d", subject, seq)
+			return err
 		}
-		return fn(&stewardv1.EventRecord{Sequence: seq, Event: ev})
+		return fn(rec)
 	})
+}
+
+// record decodes the event stored at seq on subject and checks it against
+// its own hash and subject.
+func (l *Log) record(seq uint64, subject string, data []byte) (*stewardv1.EventRecord, error) {
+	ev, err := l.decode(subject, data)
+	if errors.Is(err, event.ErrUnknownType) {
+		// Not corrupt: a newer build's, which a newer plane reads; a
+		// reaction reading it waits for one (Unavailable redelivers).
+		return nil, errs.Wrap(errs.Unavailable, err, "%s: event %d", subject, seq)
+	}
+	if err != nil {
+		return nil, errs.Wrap(errs.Corrupt, err, "%s: event %d", subject, seq)
+	}
+	return &stewardv1.EventRecord{Sequence: seq, Event: ev}, nil
 }
 
 // LastSequence returns the stream sequence of taskID's last event, or 0

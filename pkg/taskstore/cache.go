@@ -1,7 +1,6 @@
 package taskstore
 
 import (
-	"bytes"
 	"context"
 	"sync"
 	"time"
@@ -93,17 +92,22 @@ func (e *entry) catchUp(ctx context.Context, s *Store, taskID string) error {
 	return nil
 }
 
-// reach brings the entry's fold up to seq at least: by folding the event
-// at seq that the reaction under ctx handles, when the fold stands on its
-// prev_hash (eventlog.Handled) — the reaction was handed it, and reading
-// it again is a round trip to the server for each plane that keeps a fold
-// of its own (services mode) — else by catchUp.
+// reach brings the entry's fold up to seq at least. Under a reaction to
+// the task's event at seq (eventlog.Handled), it reads only the events
+// between the fold and that one, none when the event stands on the fold's
+// head, and folds the event it was handed: reading it again would be a
+// round trip to the server for each plane that keeps a fold of its own
+// (services mode). Else, and when the fold refuses what it got, catchUp.
 func (e *entry) reach(ctx context.Context, s *Store, taskID string, seq uint64) error {
-	rec := eventlog.Handled(ctx, taskID, seq)
-	if rec != nil && e.task != nil && len(rec.Event.GetPrevHash()) > 0 && bytes.Equal(rec.Event.PrevHash, e.task.LastHash) {
+	if rec := eventlog.Handled(ctx, taskID, seq); rec != nil && e.task != nil {
 		// A copy: the fold keeps parts of its events, and the event is the
 		// reaction's too.
-		if e.apply(&stewardv1.EventRecord{Sequence: rec.Sequence, Event: proto.CloneOf(rec.Event)}) == nil {
+		own := &stewardv1.EventRecord{Sequence: rec.Sequence, Event: proto.CloneOf(rec.Event)}
+		recs, err := s.log.ReadUpTo(ctx, taskID, e.task.LastSequence, own)
+		if err != nil {
+			return err
+		}
+		if e.apply(recs...) == nil {
 			return nil
 		}
 		// Refused, and the entry emptied: read afresh.

@@ -92,3 +92,32 @@ func TestAReactionFoldsTheEventItWasHanded(t *testing.T) {
 		t.Fatalf("after the handed start: seq %d, %v; want %d, running", got.LastSequence, got.Status, next.Sequence)
 	}
 }
+
+// TestAReactionReadsOnlyTheGapBeforeItsEvent: a plane whose fold is
+// behind the event it was handed reads the events between, from the log,
+// and folds the handed one after them without reading it (it was never
+// appended here).
+func TestAReactionReadsOnlyTheGapBeforeItsEvent(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	const id = "gap"
+	stewardtest.Append(t, log, id, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "x"}})
+	tasks := tasksOf(log)
+	if _, _, err := tasks.Load(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	// Another plane moves the task on; this one's fold stays behind.
+	between := stewardtest.Append(t, log, id, &stewardv1.TaskStarted{})
+	ev := stewardtest.Event(t, id, &stewardv1.TaskPaused{Reason: "handed"})
+	if _, err := event.Seal(ev, between.LastHash); err != nil {
+		t.Fatal(err)
+	}
+	handed := &stewardv1.EventRecord{Sequence: between.LastSequence + 2, Event: ev}
+	got, _, err := tasks.LoadSince(eventlog.WithHandled(ctx, handed), id, handed.Sequence)
+	if err != nil {
+		t.Fatalf("the fold one event behind the handed one: %v", err)
+	}
+	if got.LastSequence != handed.Sequence || got.Status != stewardv1.TaskStatus_TASK_STATUS_PAUSED {
+		t.Fatalf("after the gap and the handed pause: seq %d, %v; want %d, paused", got.LastSequence, got.Status, handed.Sequence)
+	}
+}
