@@ -1,8 +1,6 @@
 package task
 
 import (
-	"google.golang.org/protobuf/proto"
-
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
@@ -35,11 +33,14 @@ func (tr *actionChange) step(t *stewardv1.Task, ev *stewardv1.Event) (commit fun
 	}
 	return func() {
 		// Replace the entry rather than mutate it: views handed out
-		// earlier may share it.
-		next := proto.CloneOf(a)
+		// earlier may share it. The new entry shares a's sub-messages,
+		// which apply replaces rather than changes (checkShared).
+		kept := keepShared(a)
+		next := shallowAction(a)
 		if tr.apply != nil {
 			tr.apply(next)
 		}
+		checkShared(a, kept, ev)
 		if tr.to != stewardv1.ActionStatus_ACTION_STATUS_UNSPECIFIED {
 			next.Status = tr.to
 		}

@@ -148,7 +148,11 @@ func proposal(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), err error)
 		return nil, errs.New(errs.FailedPrecondition, "task %s: milestone %s reached its cap of %d actions and decisions", t.Contract.GetTaskId(), a.MilestoneId, MilestoneOf(t, a.MilestoneId).MaxActions)
 	}
 	return func() {
-		a := proto.CloneOf(a)
+		// The event's action, copied to set its status: it shares the
+		// event's sub-messages (its request, rationale, …), as actions
+		// share an event's time, snapshot and permit, since the fold
+		// changes none of an action's sub-messages in place.
+		a := shallowAction(a)
 		a.Status, a.ProposedAt, a.UpdatedAt = proposed, ev.Time, ev.Time
 		a.ContractVersion = t.ContractVersion // a later revision leaves it under this one
 		t.Actions = append(t.Actions, a)

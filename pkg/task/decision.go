@@ -101,13 +101,27 @@ func recordDecision(t *stewardv1.Task, ev *stewardv1.Event, d *stewardv1.Decisio
 		d.RecordedBy, d.RecordedAt = ev.Actor.GetPrincipal(), ev.Time
 		t.Decisions = append(t.Decisions, d)
 		for _, c := range d.ContextIds {
-			item := FindContext(t, c)
-			item.CitedBy = append(item.CitedBy, d.DecisionId)
+			cite(t, c, d.DecisionId)
 		}
 		if charged {
 			spend(t, tokens, call.GetCostMicros(), d.MilestoneId)
 		}
 	}, nil
+}
+
+// cite notes that decision decisionID cites context item contextID of t,
+// on a copy of the item: views handed out earlier may share the old one.
+func cite(t *stewardv1.Task, contextID, decisionID string) {
+	items := slices.Clone(t.ContextItems)
+	for i, item := range items {
+		if item.ContextId == contextID {
+			item = proto.CloneOf(item)
+			item.CitedBy = append(item.CitedBy, decisionID)
+			items[i] = item
+			break
+		}
+	}
+	t.ContextItems = items
 }
 
 // DecisionCharges reports whether recording d charges the task's budget:

@@ -2,6 +2,9 @@ package task_test
 
 import (
 	"fmt"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -42,4 +45,16 @@ func ExampleCastVote() {
 	// user:bo decided it: false
 	// user:di decided it: true
 	// [user:bo user:di] decided by user:di
+}
+
+// The parts of a task are what a copy of it may share with it: the fold
+// replaces a part rather than change it, so the copy keeps what it saw.
+func ExampleParts() {
+	t := &stewardv1.Task{Contract: &stewardv1.TaskContract{TaskId: "t1"}, Actions: []*stewardv1.Action{{ActionId: "a1"}}}
+	var names []string
+	task.Parts(t, func(_ proto.Message, name func() string) { names = append(names, name()) })
+	slices.Sort(names) // Parts reads the fields in no set order
+	fmt.Println(names)
+	// Output:
+	// [action a1 contract]
 }

@@ -32,6 +32,7 @@ func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
 	if err := belongs(t, ev); err != nil {
 		return err
 	}
+	kept := keepParts(t) // race-detector builds: the parts must come out unchanged
 	if commit, ok, err := step(t, ev); ok {
 		if err != nil {
 			return err
@@ -58,6 +59,7 @@ func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
 	t.LastSequence = seq
 	t.LastHash = ev.Hash
 	t.EventCount++
+	checkParts(kept, ev)
 	return nil
 }
 

@@ -3,8 +3,6 @@ package task
 import (
 	"fmt"
 
-	"google.golang.org/protobuf/proto"
-
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -66,7 +64,7 @@ func outcome(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 		return CheckSpend(t, o.GetTokens(), o.GetCostMicros())
 	}
 	tr.apply = func(a *stewardv1.Action) {
-		a.Outcome = proto.CloneOf(o)
+		a.Outcome = o // the event's own, shared: the fold changes no outcome in place
 		clearWait(a)
 		// A call costs what it costs, whatever came of it, and its
 		// milestone pays for it too; a model call's tokens likewise.

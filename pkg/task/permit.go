@@ -3,8 +3,6 @@ package task
 import (
 	"fmt"
 
-	"google.golang.org/protobuf/proto"
-
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -53,7 +51,7 @@ func markStale(t *stewardv1.Task) {
 	for i, a := range t.Actions {
 		switch a.Status {
 		case permitted, claimed, waiting:
-			next := proto.CloneOf(a)
+			next := shallowAction(a) // replaced, not changed: views may share it
 			next.PermitStale = true
 			t.Actions[i] = next
 		}
@@ -104,13 +102,12 @@ func permit(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 			// Recorded with its permit, whose signature covers its id.
 			a.Snapshot, a.SnapshotSigned = snap, nil
 		}
-		a.Permit, a.PermitStale = proto.CloneOf(pm), false
+		// The event's own, shared, as its snapshot is: the fold changes
+		// neither in place.
+		a.Permit, a.PermitStale = pm, false
 		// Kept for the execution plane, which verifies it before it
 		// claims the permit; nil for an unsigned permit.
-		a.SignedPermit = nil
-		if sp := ev.GetActionPermitted().GetSigned(); sp != nil {
-			a.SignedPermit = proto.CloneOf(sp)
-		}
+		a.SignedPermit = ev.GetActionPermitted().GetSigned()
 	}
 	return tr
 }

@@ -18,10 +18,10 @@ const cacheSize = 4096
 
 // entry is one task as this process last folded it. Its fold is changed
 // in place, only while the entry is held, and never leaves the entry:
-// Load hands out copies (sharing the action entries, which the fold
+// Load hands out copies (sharing the task's parts, which the fold
 // replaces rather than changes: see copyOut), and a build sees it only
 // while the entry is held (Write). So a write costs nothing in the size of
-// the task, and a read one copy of the task less its ledger.
+// the task, and a read one copy of the task's top level and lists.
 type entry struct {
 	// held is the entry's lock: a slot, so that whoever waits for it can
 	// give up with their context, since it is held across reads and
@@ -29,9 +29,9 @@ type entry struct {
 	held chan struct{}
 	task *stewardv1.Task // nil until a first event is folded
 	ids  *idSet
-	// lent holds, in race-detector builds only, a copy of each action entry handed
-	// out with a task and still in the ledger (see copyOut).
-	lent map[*stewardv1.Action]*stewardv1.Action
+	// lent holds, in race-detector builds only, a copy of each part
+	// handed out with a task and still the fold's (see copyOut).
+	lent map[proto.Message]proto.Message
 }
 
 func newEntry() *entry { return &entry{held: make(chan struct{}, 1), ids: newIDSet()} }

@@ -30,3 +30,6 @@ func Cached(s *Store, taskID string) bool {
 // GuardLent says whether this build checks that callers leave shared
 // actions alone.
 const GuardLent = guardLent
+
+// ShallowTask is shallowTask, for the tests of package taskstore_test.
+var ShallowTask = shallowTask

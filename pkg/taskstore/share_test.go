@@ -60,6 +60,43 @@ func TestLoadedActionsStayAsTheyWere(t *testing.T) {
 	_, _, _ = tasksOf(log).Load(ctx, "t1")
 }
 
+// TestLoadedPartsStayAsTheyWere: the parts of a task Load returned (its
+// contract, its progress) are shared with the fold, not copied on every
+// Load; the fold replaces the part an event changes, so the caller's
+// copy keeps what it read; and a caller that changes a shared part is
+// caught.
+func TestLoadedPartsStayAsTheyWere(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	stewardtest.Append(t, log, "t1", sizedTask(t, 1)...)
+	before, _, err := tasksOf(log).Load(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stewardtest.Append(t, log, "t1", &stewardv1.ActionDenied{ActionId: "a0", Reasons: []string{"no"}})
+	after, _, err := tasksOf(log).Load(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Contract != after.Contract {
+		t.Error("the contract is copied on every Load; want it shared")
+	}
+	if got, now := before.Progress, after.Progress; len(got.GetRemaining()) != 1 || len(now.GetRemaining()) != 0 || len(now.GetFailed()) != 1 {
+		t.Fatalf("progress read before the denial is %v, after %v; want a0 remaining, then failed", got, now)
+	}
+
+	if !taskstore.GuardLent {
+		return // the check is built with the race detector
+	}
+	after.Contract.Intent = "elsewhere" // what a caller must not do
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "contract of task t1") {
+			t.Fatalf("a changed shared contract went unnoticed: %v", r)
+		}
+	}()
+	_, _, _ = tasksOf(log).Load(ctx, "t1")
+}
+
 // BenchmarkLoadBySize measures a Load of a task it has seen before, with
 // nothing new on the log, by the size of its ledger. Run:
 //

@@ -27,8 +27,9 @@ type History interface{ Has(eventID string) bool }
 //
 // Load reads only what is new: it keeps the fold of each task it has seen
 // and folds the events appended since (see cache). The task returned is
-// the caller's own copy, but for its action entries, which it shares with
-// the fold and must not change (see copyOut).
+// the caller's own copy, but for its parts (its contract, its action
+// entries, …: task.Parts), which it shares with the fold and must not
+// change (see copyOut).
 func (s *Store) Load(ctx context.Context, taskID string) (*stewardv1.Task, History, error) {
 	e := s.cache.entry(taskID)
 	if err := e.hold(ctx); err != nil {
@@ -98,7 +99,7 @@ func (s *Store) Write(ctx context.Context, taskID string, build Build) error {
 }
 
 // Update is Write for a caller that wants the task as it is after: a copy,
-// as Load's, which costs the size of the task less its ledger.
+// as Load's, which costs the task's top level and its lists.
 func (s *Store) Update(ctx context.Context, taskID string, build Build) (*stewardv1.Task, error) {
 	return s.writeLoop(ctx, taskID, build, true)
 }

@@ -144,7 +144,7 @@ func (s *taskService) shown(ctx context.Context, who rpc.Identity, t *stewardv1.
 	if t == nil || content.Reads(who, content.PartiesOf(t), content.Ancestors(ctx, s.plane.tasks)) {
 		return t
 	}
-	// A copy: the task returned shares its actions with the fold.
+	// A copy: the task returned shares its parts with the fold.
 	t = proto.CloneOf(t)
 	content.Blind{Digest: s.plane.secrets.Digest, Roles: who.Roles}.Task(t)
 	return t
