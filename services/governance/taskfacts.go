@@ -6,17 +6,12 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/steward-run/steward/pkg/action"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/services/governance/policy"
 )
 
 // taskFacts is what policy sees of a task (input.task: its contract and
-// status), converted for OPA, and its canonical form for the input hash.
-type taskFacts struct {
-	value     policy.Part
-	canonical []byte
-}
+// status), made ready once.
+type taskFacts struct{ ready }
 
 // newTaskFacts is what policy sees of t.
 func newTaskFacts(t *stewardv1.Task) (taskFacts, error) {
@@ -25,15 +20,8 @@ func newTaskFacts(t *stewardv1.Task) (taskFacts, error) {
 		return taskFacts{}, err
 	}
 	facts["status"] = t.Status.String()
-	canonical, err := action.CanonicalJSON(facts)
-	if err != nil {
-		return taskFacts{}, err
-	}
-	value, err := policy.NewPart(facts)
-	if err != nil {
-		return taskFacts{}, err
-	}
-	return taskFacts{value: value, canonical: canonical}, nil
+	r, err := readyOf(facts)
+	return taskFacts{r}, err
 }
 
 // maxCachedTasks bounds taskFactsCache: about 12 kB a task of a typical

@@ -8,13 +8,31 @@ import (
 	"github.com/steward-run/steward/services/governance/policy"
 )
 
-// toolFacts is what policy sees of a tool contract, converted for OPA
-// (value, for actions' inputs), and its canonical form for the input
-// hash.
+// toolFacts is what policy sees of a tool contract, made ready once.
 type toolFacts struct {
-	facts     map[string]any // read-only: shared by every evaluation of the tool
+	facts map[string]any // read-only: shared by every evaluation of the tool
+	ready
+}
+
+// ready is a member of the policy input made ready once, for every
+// evaluation that takes it: converted for OPA, and its canonical form for
+// the input hash.
+type ready struct {
 	value     policy.Part
 	canonical []byte
+}
+
+// readyOf makes facts ready.
+func readyOf(facts map[string]any) (ready, error) {
+	canonical, err := action.CanonicalJSON(facts)
+	if err != nil {
+		return ready{}, err
+	}
+	value, err := policy.NewPart(facts)
+	if err != nil {
+		return ready{}, err
+	}
+	return ready{value: value, canonical: canonical}, nil
 }
 
 // newToolFacts is what policy sees of contract, a tool of tenant's. A
@@ -28,15 +46,11 @@ func newToolFacts(tenant string, c *stewardv1.ToolContract) (toolFacts, error) {
 	if tenant != "" {
 		facts["tenant"] = tenant
 	}
-	canonical, err := action.CanonicalJSON(facts)
+	r, err := readyOf(facts)
 	if err != nil {
 		return toolFacts{}, err
 	}
-	value, err := policy.NewPart(facts)
-	if err != nil {
-		return toolFacts{}, err
-	}
-	return toolFacts{facts: facts, value: value, canonical: canonical}, nil
+	return toolFacts{facts: facts, ready: r}, nil
 }
 
 // toolFactsCache keeps toolFacts per tool version: a registered version
