@@ -36,7 +36,7 @@ func TestScheduleCredentialRevokedStopsIt(t *testing.T) {
 		return s.RunsStarted >= 1 && s.Credential != nil, fmt.Sprintf("%d runs, credential %v", s.RunsStarted, s.Credential)
 	})
 	run := s.LastTaskId
-	waitStatus(t, h.agent.clients, run, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	waitStarted(t, h.agent.clients, run)
 	got, err := h.agent.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: run}))
 	if err != nil {
 		t.Fatal(err)
