@@ -85,6 +85,20 @@ func CanonicalJSON(v any) ([]byte, error) {
 // together from parts: on an error, b holds part of v.
 func WriteCanonicalJSON(b *bytes.Buffer, v any) error { return encode(b, v) }
 
+// WriteCanonicalString writes s as CanonicalJSON writes a string, for a
+// caller walking values of its own that are not in an any.
+func WriteCanonicalString(b *bytes.Buffer, s string) { encodeString(b, s) }
+
+// WriteCanonicalNumber writes n as CanonicalJSON writes a json.Number,
+// or fails as it does.
+func WriteCanonicalNumber(b *bytes.Buffer, n json.Number) error {
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil {
+		return fmt.Errorf("number %s: %w", n, err)
+	}
+	return encodeFloat(b, f)
+}
+
 func encode(b *bytes.Buffer, v any) error {
 	switch x := v.(type) {
 	case nil:
@@ -94,11 +108,7 @@ func encode(b *bytes.Buffer, v any) error {
 	case string:
 		encodeString(b, x)
 	case json.Number:
-		f, err := strconv.ParseFloat(string(x), 64)
-		if err != nil {
-			return fmt.Errorf("number %s: %w", x, err)
-		}
-		return encodeFloat(b, f)
+		return WriteCanonicalNumber(b, x)
 	case float64:
 		return encodeFloat(b, x)
 	case map[string]any:

@@ -77,7 +77,7 @@ func TestPolicyReadsContextAndInputs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := engine.Evaluate(ctx, input)
+			got, err := engine.EvaluateValue(ctx, input)
 			if err != nil {
 				t.Fatal(err)
 			}

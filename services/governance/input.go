@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+
 	"github.com/steward-run/steward/pkg/action"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/policystore"
@@ -14,76 +16,62 @@ import (
 )
 
 // policyInput builds the input document for one evaluation of a, an
-// action of t, whose facts are facts, and its canonical form, whose hash
-// the snapshot records (inputRecord). Every value in it is one OPA takes
-// as it is (map[string]any, []any, string, bool, json.Number, nil, and
-// the Parts of task and tool, shared by every evaluation of the task and
-// the tool, which no one writes to).
-func policyInput(facts taskFacts, t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request []byte) (map[string]any, inputRecord, error) {
+// action of t, whose facts are facts, as OPA's value, and its canonical
+// form, written into b, whose hash the snapshot records (inputRecord):
+// the record holds b's bytes until b is used again. The members made per
+// action (action, credential, risk, decision) are built as OPA's values
+// directly (inputvalue.go) and their canonical form written from those
+// values; the task's and the tool's are the Parts and canonical forms
+// made once for every evaluation of the task and the tool, which no one
+// writes to.
+func (in *actionInputs) policyInput(facts taskFacts, t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request []byte, b *bytes.Buffer) (ast.Value, inputRecord, error) {
 	params, err := requestParams(request)
 	if err != nil {
 		return nil, inputRecord{}, err
 	}
-	actionFacts := map[string]any{
-		"action_id":    a.ActionId,
-		"tool":         a.Tool,
-		"tool_version": a.ToolVersion,
-		"target":       a.Target,
-		"params":       params,
-		"effect_class": a.EffectClass.String(),
-		"proposed_by":  a.ProposedBy,
-		"edit_of":      a.EditOf,
-		"amendment_of": a.AmendmentOf,
-		"compensates":  a.Compensates,
-	}
-	// The proposer's case, every field present (empty when not given), so
-	// that policy may require it (the default bundle does for high risk).
-	rationale, err := protoFacts(rationaleOf(a).ProtoReflect())
+	paramsValue, err := ast.InterfaceToValue(params)
 	if err != nil {
 		return nil, inputRecord{}, err
 	}
-	actionFacts["rationale"] = rationale
-	credential := credentialFacts(t)
-	risk := map[string]any{"contract_risk_tier": t.Contract.GetRiskTier().String()}
-	input := map[string]any{
-		"task":       facts.value,
-		"tool":       tool.value,
-		"action":     actionFacts,
-		"credential": credential,
-		"risk":       risk,
+	// The proposer's case, every field present (empty when not given), so
+	// that policy may require it (the default bundle does for high risk).
+	rationale, err := in.rationale(a)
+	if err != nil {
+		return nil, inputRecord{}, err
 	}
-	members := []member{
-		{key: "action", value: hashedStrings(actionFacts)},
-		{key: "credential", value: hashedStrings(credential)},
-	}
+	k := inputKeys
+	v := new([4]ast.Term) // the values of the members made here
+	v[0].Value = actionValue(a, paramsValue, rationale)
+	v[1].Value = credentialValue(t)
+	v[2].Value = ast.NewObject(ast.Item(k.contractRiskTier, ast.InternedTerm(t.Contract.GetRiskTier().String())))
+	kvs := make([][2]*ast.Term, 0, 6)
+	kvs = append(kvs, ast.Item(k.action, &v[0]), ast.Item(k.credential, &v[1]))
+	members := make([]member, 0, 6)
+	members = append(members, member{key: "action", value: v[0].Value}, member{key: "credential", value: v[1].Value})
 	// The decision behind the action, when the proposer named one; an
 	// action without one hashes as it always has.
 	if d := task.FindDecision(t, a.DecisionId); a.DecisionId != "" && d != nil {
-		decision := decisionFacts(t, d)
-		input["decision"] = decision
-		members = append(members, member{key: "decision", value: decision})
+		if v[3].Value, err = ast.InterfaceToValue(decisionFacts(t, d)); err != nil {
+			return nil, inputRecord{}, err
+		}
+		kvs = append(kvs, ast.Item(k.decision, &v[3]))
+		members = append(members, member{key: "decision", value: v[3].Value})
 	}
-	rec, err := canonicalInput(append(members,
-		member{key: "risk", value: risk},
+	kvs = append(kvs, ast.Item(k.risk, &v[2]), ast.Item(k.task, facts.value.Term()), ast.Item(k.tool, tool.value.Term()))
+	rec, err := canonicalInput(b, append(members,
+		member{key: "risk", value: v[2].Value},
 		member{key: "task", canonical: facts.canonical},
 		member{key: "tool", canonical: tool.canonical},
 	))
 	if err != nil {
 		return nil, inputRecord{}, err
 	}
-	return input, rec, nil
+	return ast.NewObject(kvs...), rec, nil
 }
 
-// rationaleOf is a's rationale, or an empty one.
-func rationaleOf(a *stewardv1.Action) *stewardv1.ActionRationale {
-	if a.Rationale != nil {
-		return a.Rationale
-	}
-	return &stewardv1.ActionRationale{}
-}
-
-// member is one member of the input document, for its hash: its value,
-// or the value's canonical form when that is known.
+// member is one member of the input document, for its hash: its value
+// (JSON's types, or OPA's value of them), or the value's canonical form
+// when that is known.
 type member struct {
 	key       string
 	value     any
@@ -99,11 +87,11 @@ type inputRecord struct {
 }
 
 // canonicalInput is the canonical form of the document of members, given
-// in key order: the bytes action.CanonicalJSON writes for the whole
-// document, put together a member at a time so that the task's and the
-// tool's come from their caches.
-func canonicalInput(members []member) (inputRecord, error) {
-	var b bytes.Buffer
+// in key order, written into b: the bytes action.CanonicalJSON writes for
+// the whole document, put together a member at a time so that the
+// task's and the tool's come from their caches.
+func canonicalInput(b *bytes.Buffer, members []member) (inputRecord, error) {
+	b.Reset()
 	size := 1024 // room for the members built per action
 	for _, m := range members {
 		size += len(m.key) + 3 + len(m.canonical)
@@ -117,9 +105,18 @@ func canonicalInput(members []member) (inputRecord, error) {
 		b.WriteString(sep)
 		b.Write(strconv.AppendQuote(b.AvailableBuffer(), m.key))
 		b.WriteByte(':')
-		if m.canonical != nil {
-			b.Write(m.canonical)
-		} else if err := action.WriteCanonicalJSON(&b, m.value); err != nil {
+		var err error
+		switch v := m.value.(type) {
+		case ast.Value:
+			err = writeCanonical(b, v)
+		default:
+			if m.canonical != nil {
+				b.Write(m.canonical)
+			} else {
+				err = action.WriteCanonicalJSON(b, v)
+			}
+		}
+		if err != nil {
 			return inputRecord{}, err
 		}
 	}
@@ -142,24 +139,12 @@ func requestParams(request []byte) (any, error) {
 	return numbersForPolicy(req.Params), nil
 }
 
-// credentialFacts is what policy sees of the task's credential: its bounds,
-// and whether it was delegated. Governance has checked it before policy
-// runs (credentialRefusal); policy may ask for more, such as an approval
-// for any delegated task.
+// credentialFacts is what policy sees of the task's credential
+// (credentialValue), as JSON's types, for the plan query's input.
 func credentialFacts(t *stewardv1.Task) map[string]any {
-	c := t.Credential.GetCredential()
-	facts := map[string]any{
-		"credential_ref": c.GetCredentialId(),
-		"principal":      c.GetPrincipal(),
-		"allowed_tools":  stringList(c.GetAllowedTools()),
-		"scopes":         stringList(c.GetScopes()),
-		"delegated":      c.GetParentCredentialId() != "",
-		"depth":          json.Number(strconv.Itoa(len(t.Credential.GetChain()))),
-	}
-	if c.GetCredentialId() == "" {
-		facts["credential_ref"] = t.Contract.GetCredentialRef()
-	}
-	return facts
+	// Strings, lists of them, a bool and a number: always converted.
+	doc, _ := ast.JSON(credentialValue(t))
+	return doc.(map[string]any)
 }
 
 // stringList is list as OPA makes a []string its own: through JSON, which

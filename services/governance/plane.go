@@ -91,6 +91,8 @@ type Plane struct {
 	toolFacts toolFactsCache
 	// taskFacts are the tasks as policy reads them.
 	taskFacts taskFactsCache
+	// inputs makes the rest of each action's policy input.
+	inputs actionInputs
 	// digest keys the hashes shown to who may not read a task's content
 	// (Config.Digest).
 	digest func(taskID, hash string) string

@@ -1,6 +1,7 @@
 package governance
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strconv"
@@ -68,7 +69,7 @@ func (p *Plane) planInput(ctx context.Context, t *stewardv1.Task) (map[string]an
 		"risk":       risk,
 		"task_calls": taskCalls,
 	}
-	rec, err := canonicalInput([]member{
+	rec, err := canonicalInput(new(bytes.Buffer), []member{
 		{key: "counts", value: counts},
 		{key: "credential", value: hashedStrings(credential)},
 		{key: "plan", value: planFacts},

@@ -1,6 +1,7 @@
 package governance
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -92,7 +93,7 @@ func revisionInput(t *stewardv1.Task, r *stewardv1.ContractRevision) (map[string
 	}
 	risk := map[string]any{"contract_risk_tier": t.Contract.GetRiskTier().String()}
 	input := map[string]any{"task": taskFacts, "contract": contractFacts, "revision": revision, "risk": risk}
-	rec, err := canonicalInput([]member{
+	rec, err := canonicalInput(new(bytes.Buffer), []member{
 		{key: "contract", value: contractFacts},
 		{key: "revision", value: revision},
 		{key: "risk", value: risk},

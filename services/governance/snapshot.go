@@ -211,11 +211,13 @@ func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Ac
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "policy input for %s", a.ActionId)
 	}
-	input, rec, err := policyInput(task, t, tool, a, request)
+	buf := p.inputs.buffer()
+	defer p.inputs.release(buf) // rec's bytes, kept below (keep copies them out)
+	input, rec, err := p.inputs.policyInput(task, t, tool, a, request, buf)
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "policy input for %s", a.ActionId)
 	}
-	res, err := p.engine.Evaluate(ctx, input)
+	res, err := p.engine.EvaluateValue(ctx, input)
 	if p.evaluated != nil {
 		p.evaluated()
 	}

@@ -39,16 +39,23 @@ const maxCachedTasks = 512
 type taskFactsCache struct {
 	mu     sync.Mutex
 	byForm map[string]taskFacts // status, contract's deterministic wire form → facts
+	keys   sync.Pool            // *[]byte, for the key of a lookup
 }
 
 func (c *taskFactsCache) of(t *stewardv1.Task) (taskFacts, error) {
+	buf, _ := c.keys.Get().(*[]byte)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	defer c.keys.Put(buf)
 	// The status as a varint, which ends itself, then the contract.
-	key, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(binary.AppendVarint(nil, int64(t.Status)), t.Contract)
+	key, err := proto.MarshalOptions{Deterministic: true}.MarshalAppend(binary.AppendVarint((*buf)[:0], int64(t.Status)), t.Contract)
 	if err != nil {
 		return newTaskFacts(t) // which says why
 	}
+	*buf = key
 	c.mu.Lock()
-	f, ok := c.byForm[string(key)]
+	f, ok := c.byForm[string(key)] // no copy of key to look up
 	c.mu.Unlock()
 	if ok {
 		return f, nil

@@ -1,16 +1,26 @@
 package governance
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 
 	"google.golang.org/protobuf/proto"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
+// policyInput is actionInputs.policyInput, with inputs and a buffer of
+// its own.
+func policyInput(facts taskFacts, t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request []byte) (ast.Value, inputRecord, error) {
+	var in actionInputs
+	return in.policyInput(facts, t, tool, a, request, new(bytes.Buffer))
+}
+
 // inputOf is policyInput with the task's facts built afresh.
-func inputOf(t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request []byte) (map[string]any, inputRecord, error) {
+func inputOf(t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request []byte) (ast.Value, inputRecord, error) {
 	facts, err := newTaskFacts(t)
 	if err != nil {
 		return nil, inputRecord{}, err

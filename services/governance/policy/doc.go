@@ -7,7 +7,9 @@
 // the default bundle compiled into the binary (the default/ directory next
 // to this file). The query data.steward.policy.decision is prepared once per
 // bundle and the prepared query is shared by all goroutines that call
-// Evaluate. Reload compiles a changed bundle off to the side and swaps it in
+// Evaluate, which takes the input as Go's values, or EvaluateValue, which
+// takes it as OPA's own (the governance plane builds an action's input so,
+// with Parts shared by many inputs). Reload compiles a changed bundle off to the side and swaps it in
 // atomically, so an evaluation always sees one whole bundle, old or new, and
 // a bundle that does not compile never replaces one that does. A bundle may
 // also judge whole plans: EvaluatePlan evaluates data.steward.plan.decision,

@@ -10,7 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
 )
 
 // Engine evaluates a policy bundle. It is safe for concurrent use:
@@ -71,10 +74,34 @@ func (e *Engine) Evaluate(ctx context.Context, input map[string]any) (Result, er
 	return b.decide(ctx, b.query, decisionQuery, inputOption(input))
 }
 
-// decide evaluates query, named name, of b over input; an undefined
-// result is a deny that says so.
+// EvaluateValue is Evaluate over input as OPA's value already: built with
+// OPA's ast package (Parts may be anywhere in it) rather than converted
+// from Go's values. It only reads input; a value shared by evaluations
+// running at once must have had its objects' keys sorted before (as
+// NewPart does), since OPA sorts them in place on first use.
+func (e *Engine) EvaluateValue(ctx context.Context, input ast.Value) (Result, error) {
+	b := e.current.Load()
+	return b.decide(ctx, b.query, decisionQuery, rego.EvalParsedInput(input))
+}
+
+// decide evaluates query, named name, of b with opts (its input); an
+// undefined result is a deny that says so.
 func (b *bundle) decide(ctx context.Context, query rego.PreparedEvalQuery, name string, opts ...rego.EvalOption) (Result, error) {
+	// Left to itself, OPA starts a goroutine per evaluation to watch ctx,
+	// keeps metrics no one reads, and converts the result to Go's values:
+	// the cancel is set from ctx without a goroutine, the metrics are
+	// OPA's no-op, and the result is read as OPA's value (decisionOf).
+	cancel := topdown.NewCancel()
+	stop := context.AfterFunc(ctx, cancel.Cancel)
+	defer stop()
+	opts = append(opts, rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp()), rego.EvalGenerateJSON(asIs))
 	rs, err := query.Eval(ctx, opts...)
+	var r Result
+	if err == nil && len(rs) > 0 && len(rs[0].Expressions) > 0 {
+		if r, err = decisionOf(rs[0].Expressions[0].Value, b.revision, name); err == nil {
+			return b.withSources(r), nil
+		}
+	}
 	if err != nil {
 		what := map[string]string{planQuery: "plan policy", revisionQuery: "revision policy"}[name]
 		if what == "" {
@@ -82,10 +109,7 @@ func (b *bundle) decide(ctx context.Context, query rego.PreparedEvalQuery, name 
 		}
 		return Result{}, fmt.Errorf("evaluate %s %s: %w", what, b.revision, err)
 	}
-	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
-		return b.withSources(denyResult(b.revision, "policy gave no decision: "+name+" is undefined")), nil
-	}
-	return b.withSources(decodeDecision(rs[0].Expressions[0].Value, b.revision, name)), nil
+	return b.withSources(denyResult(b.revision, "policy gave no decision: "+name+" is undefined")), nil
 }
 
 // NoPlanRule is the reason of the allow EvaluatePlan gives under a bundle

@@ -16,7 +16,7 @@ import (
 // document given to Evaluate may hold Parts as its members (at the top
 // level); each stands for the document NewPart was given. A Part is
 // read-only, and safe to share by evaluations running at once.
-type Part struct{ v ast.Value }
+type Part struct{ t *ast.Term }
 
 // NewPart converts doc, which must hold only JSON's types (nil, bool,
 // string, json.Number, non-nil map[string]any and []any), as the input
@@ -36,14 +36,19 @@ func NewPart(doc any) (Part, error) {
 	if _, err := ast.JSON(v); err != nil {
 		return Part{}, fmt.Errorf("policy input part: %w", err)
 	}
-	return Part{v}, nil
+	return Part{ast.NewTerm(v)}, nil
 }
+
+// Term is p as OPA's term, for a document built with OPA's values
+// (EvaluateValue), anywhere in it: shared, and not to be changed, as
+// OPA's own interned terms are.
+func (p Part) Term() *ast.Term { return p.t }
 
 // MarshalJSON writes the document p stands for, so that an input holding
 // p goes through JSON as the document would (OPA's own route, which
 // inputOption leaves some inputs to).
 func (p Part) MarshalJSON() ([]byte, error) {
-	doc, err := ast.JSON(p.v)
+	doc, err := ast.JSON(p.t.Value)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +82,7 @@ func withParts(input map[string]any) map[string]any {
 		if out == nil {
 			out = maps.Clone(input)
 		}
-		out[k] = p.v
+		out[k] = p.t.Value
 	}
 	if out == nil {
 		return input
@@ -102,7 +107,7 @@ func jsonShaped(v any, depth int) bool {
 	case nil, bool, string, json.Number:
 		return true
 	case Part:
-		return depth == 1 && x.v != nil // a member of the document
+		return depth == 1 && x.t != nil // a member of the document
 	case map[string]any:
 		return x != nil && allShaped(maps.Values(x), depth+1)
 	case []any:

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -49,6 +52,108 @@ const MaxRequiredApprovals = 5
 // denyResult is the fail-closed answer for a policy that did not decide.
 func denyResult(revision, reason string) Result {
 	return Result{Decision: Deny, Reasons: []string{reason}, Revision: revision}
+}
+
+// asIs hands OPA's value of a result to decide as it is, for
+// decisionOf, rather than converted to Go's values.
+func asIs(t *ast.Term, _ *rego.EvalContext) (any, error) { return t.Value, nil }
+
+// decisionOf is decodeDecision of v, OPA's value of query's result:
+// read as it is when it is well formed, of the shapes a decision has
+// (readDecision); otherwise converted as OPA converts a result, and
+// decoded from that, so that a malformed one is denied with the reason
+// it always was, and one OPA cannot convert fails the evaluation as it
+// did.
+func decisionOf(v any, revision, query string) (Result, error) {
+	value, ok := v.(ast.Value)
+	if !ok {
+		return decodeDecision(v, revision, query), nil
+	}
+	if r, ok := readDecision(value, revision); ok {
+		return r, nil
+	}
+	doc, err := ast.JSONWithOpt(value, ast.JSONOpt{}) // rego's own conversion, sets unsorted
+	if err != nil {
+		return Result{}, err
+	}
+	return decodeDecision(doc, revision, query), nil
+}
+
+// readDecision reads v as decodeDecision reads it converted, when v is
+// an object whose decision is one of the three, whose risk_tier, if
+// any, is a string, whose lists are arrays of strings (or null) and
+// whose required_approvals is null or a number it accepts; ok is false
+// for anything else, left to decodeDecision.
+func readDecision(v ast.Value, revision string) (r Result, ok bool) {
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return Result{}, false
+	}
+	k := decisionKeys
+	decision, ok := valueAt(obj, k.decision).(ast.String)
+	if !ok || !slices.Contains([]string{Allow, Deny, RequireApproval}, string(decision)) {
+		return Result{}, false
+	}
+	r = Result{Decision: string(decision), Revision: revision}
+	if t := valueAt(obj, k.riskTier); t != nil {
+		tier, ok := t.(ast.String)
+		if !ok {
+			return Result{}, false
+		}
+		r.RiskTier = string(tier)
+	}
+	var rolesOK, reasonsOK bool
+	r.RequiredApproverRoles, rolesOK = readStrings(valueAt(obj, k.roles))
+	r.Reasons, reasonsOK = readStrings(valueAt(obj, k.reasons))
+	if !rolesOK || !reasonsOK {
+		return Result{}, false
+	}
+	switch n := valueAt(obj, k.approvals).(type) {
+	case nil, ast.Null:
+	case ast.Number:
+		var err error
+		if r.RequiredApprovals, err = approvalCount(json.Number(n)); err != nil {
+			return Result{}, false
+		}
+	default:
+		return Result{}, false
+	}
+	return r, true
+}
+
+// decisionKeys are the members of a decision readDecision reads, as
+// OPA's terms made once. Read-only.
+var decisionKeys = struct{ decision, riskTier, roles, reasons, approvals *ast.Term }{
+	ast.StringTerm("decision"), ast.StringTerm("risk_tier"), ast.StringTerm("required_approver_roles"),
+	ast.StringTerm("reasons"), ast.StringTerm("required_approvals"),
+}
+
+// valueAt is obj's member key, nil when it has none.
+func valueAt(obj ast.Object, key *ast.Term) ast.Value {
+	if t := obj.Get(key); t != nil {
+		return t.Value
+	}
+	return nil
+}
+
+// readStrings reads v, a member of a decision, as stringList reads it
+// converted: absent or null is nil; an array of strings its strings.
+func readStrings(v ast.Value) ([]string, bool) {
+	switch x := v.(type) {
+	case nil, ast.Null:
+		return nil, true
+	case *ast.Array:
+		out := make([]string, 0, x.Len())
+		for i := range x.Len() {
+			s, ok := x.Elem(i).Value.(ast.String)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, string(s))
+		}
+		return out, true
+	}
+	return nil, false
 }
 
 // decodeDecision turns the value of query (data.steward.policy.decision
