@@ -24,7 +24,8 @@ import (
 // measured action crosses all four planes: proposed (control), evaluated
 // and permitted in one event (governance), dispatched (the dispatch
 // carrying the claim) and succeeded (execution), projected (state). A task
-// takes 25 actions, then the next one starts. Run:
+// takes 25 actions, then the next one starts. one-trip makes the same
+// action in one call, ProposeAction with wait (the SDKs' default). Run:
 //
 //	go test -run '^$' -bench GovernedAction -benchtime 400x ./e2e/
 func BenchmarkGovernedAction(b *testing.B) {
@@ -83,9 +84,36 @@ func BenchmarkGovernedAction(b *testing.B) {
 		return time.Since(start)
 	}
 
+	// oneTrip is one as the SDKs make it by default: ProposeAction with
+	// wait, which answers with the outcome in the one call.
+	oneTrip := func(taskID, proposal string) {
+		resp, err := c.tasks.ProposeAction(context.Background(), connect.NewRequest(&stewardv1.ProposeActionRequest{TaskId: taskID, ProposalId: proposal, Tool: "noop", Params: params, Wait: true}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if a := resp.Msg.Action; a.Status != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
+			b.Fatalf("action %s proposed with wait answered %v", a.ActionId, a.Status)
+		}
+	}
+
 	// Tasks get a fresh one every actionsPerTask actions: real tasks take
 	// tens of actions. The "300th" run below measures a long task.
 	const actionsPerTask = 25
+	// Each run of one-trip (-count) has tasks of its own: the same ids
+	// again would be repeats, which append nothing.
+	oneTripRuns := 0
+	b.Run("one-trip", func(b *testing.B) {
+		oneTripRuns++
+		var taskID string
+		i := 0
+		for b.Loop() {
+			if i%actionsPerTask == 0 {
+				taskID = newTask(fmt.Sprint("bench-one-trip-", oneTripRuns, "-", i))
+			}
+			i++
+			oneTrip(taskID, fmt.Sprint("p", i))
+		}
+	})
 	b.Run("latency", func(b *testing.B) {
 		var taskID string
 		var lat []time.Duration

@@ -30,7 +30,8 @@ type entry struct {
 	task *stewardv1.Task // nil until a first event is folded
 	ids  *idSet
 	// lent holds, in race-detector builds only, a copy of each part
-	// handed out with a task and still the fold's (see copyOut).
+	// shared with a caller, handed out with a task or written in an
+	// event, and still the fold's (see copyOut, take).
 	lent map[proto.Message]proto.Message
 }
 
@@ -216,7 +217,18 @@ func (c *cache) forget(taskID string, e *entry) {
 	}
 }
 
-// own returns a copy of ev for a fold to keep: an event built from a
-// task's own messages must not share them with the task it is folded
-// into, or a later change to one would change the other.
-func own(ev *stewardv1.Event) *stewardv1.Event { return proto.CloneOf(ev) }
+// take folds ev, which a write of this process appended at seq, into the
+// entry's task without a copy: the fold keeps the event's messages (an
+// action's request, a snapshot, a permit, …), which the writer handed over
+// with it and no longer changes (Build). Sharing them is safe on the
+// fold's side too, which replaces a part rather than change it. In
+// race-detector builds the parts are lent as Load's are (copyOut), so a
+// writer that does change its event after is caught the next time the
+// task is read or written.
+func (e *entry) take(ev *stewardv1.Event, seq uint64) error {
+	if err := e.apply(&stewardv1.EventRecord{Sequence: seq, Event: ev}); err != nil {
+		return err
+	}
+	e.lend()
+	return nil
+}

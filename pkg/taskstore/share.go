@@ -23,22 +23,31 @@ import (
 // read or written.
 func (e *entry) copyOut() *stewardv1.Task {
 	e.checkLent()
-	if guardLent {
-		if e.lent == nil {
-			e.lent = map[proto.Message]proto.Message{}
-		}
-		task.Parts(e.task, func(part proto.Message, _ func() string) {
-			if _, ok := e.lent[part]; !ok {
-				e.lent[part] = proto.Clone(part)
-			}
-		})
-	}
+	e.lend()
 	return shallowTask(e.task)
 }
 
-// checkLent panics, in race-detector builds, when a part the entry handed
-// out is no longer what it was: a caller changed the fold's own part (or
-// the fold did, which pkg/task's own check catches first).
+// lend notes, in race-detector builds, a copy of each part of the fold
+// not noted yet: a part a caller now shares with it (copyOut, take), for
+// checkLent.
+func (e *entry) lend() {
+	if !guardLent || e.task == nil {
+		return
+	}
+	if e.lent == nil {
+		e.lent = map[proto.Message]proto.Message{}
+	}
+	task.Parts(e.task, func(part proto.Message, _ func() string) {
+		if _, ok := e.lent[part]; !ok {
+			e.lent[part] = proto.Clone(part)
+		}
+	})
+}
+
+// checkLent panics, in race-detector builds, when a part the entry shares
+// is no longer what it was: a caller changed the fold's own part, handed
+// out with a task or written in an event (or the fold did, which
+// pkg/task's own check catches first).
 func (e *entry) checkLent() {
 	if len(e.lent) == 0 || e.task == nil {
 		return
@@ -50,7 +59,7 @@ func (e *entry) checkLent() {
 			return
 		}
 		if !proto.Equal(part, snap) {
-			panic(fmt.Sprintf("taskstore: %s of task %s, shared by Load or Update, was changed by its caller: copy it before changing it", name(), e.task.GetContract().GetTaskId()))
+			panic(fmt.Sprintf("taskstore: %s of task %s, shared with a caller (a task Load or Update handed out, or an event a write handed over), was changed by it: copy it before changing it", name(), e.task.GetContract().GetTaskId()))
 		}
 		kept[part] = snap
 	})

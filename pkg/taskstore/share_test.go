@@ -6,9 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
 )
 
@@ -92,6 +95,52 @@ func TestLoadedPartsStayAsTheyWere(t *testing.T) {
 	defer func() {
 		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "contract of task t1") {
 			t.Fatalf("a changed shared contract went unnoticed: %v", r)
+		}
+	}()
+	_, _, _ = tasksOf(log).Load(ctx, "t1")
+}
+
+// TestWrittenEventsStayAsTheyWere: the fold keeps the messages of an
+// event a write handed over, without a copy (its action's retry policy
+// is the one the task shows); folding later events leaves that event as
+// it was written; and a writer that changes its event after is caught.
+func TestWrittenEventsStayAsTheyWere(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	stewardtest.Append(t, log, "t1", sizedTask(t, 0)...)
+	propose := func(id string, retry *stewardv1.RetryPolicy) *stewardv1.Event {
+		t.Helper()
+		ev := stewardtest.Event(t, "t1", &stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: id, Tool: "t", Target: "x", ActionHash: "h" + id, RequestHash: "r" + id, RetryPolicy: retry}})
+		if err := tasksOf(log).Write(ctx, "t1", func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil }); err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	retry := &stewardv1.RetryPolicy{MaxAttempts: 2}
+	proposed := propose("a1", retry)
+	written := proto.CloneOf(proposed)
+	stewardtest.Append(t, log, "t1", &stewardv1.PolicyEvaluated{ActionId: "a1", Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s1", Decision: stewardv1.PolicyDecision_POLICY_DECISION_DENY}},
+		&stewardv1.ActionDenied{ActionId: "a1", Reasons: []string{"no"}})
+	got, _, err := tasksOf(log).Load(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := task.FindAction(got, "a1"); a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_DENIED || a.RetryPolicy != retry {
+		t.Fatalf("action a1 is %v with retry policy %p; want denied, with the written event's %p", a.GetStatus(), a.GetRetryPolicy(), retry)
+	}
+	if !proto.Equal(proposed, written) {
+		t.Fatalf("folding later events changed the event a write handed over:\n got %v\nwant %v", proposed, written)
+	}
+
+	if !taskstore.GuardLent {
+		return // the check is built with the race detector
+	}
+	retry = &stewardv1.RetryPolicy{MaxAttempts: 2}
+	propose("a2", retry)
+	retry.MaxAttempts = 9 // what a writer must not do
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "action a2 of task t1") {
+			t.Fatalf("a written event changed after went unnoticed: %v", r)
 		}
 	}()
 	_, _, _ = tasksOf(log).Load(ctx, "t1")

@@ -84,6 +84,9 @@ func (s *Store) Peek(ctx context.Context, taskID string, seq uint64, fn func(t *
 // nil for nothing to do. It is a decision on the task, made while the
 // task is held: it must not keep or change the task it is given, nor read
 // or write any task through this package (the same task would deadlock).
+// The event it returns is handed over: once appended, the task keeps its
+// messages without a copy, so neither the event nor any message in it may
+// be changed after (checked in race-detector builds: see take).
 type Build func(t *stewardv1.Task) (*stewardv1.Event, error)
 
 // Write is every plane's write loop: bring the task's fold up to date,
@@ -160,7 +163,7 @@ func (s *Store) writeOnce(ctx context.Context, taskID string, build Build, copyO
 		}
 		return after(), nil
 	}
-	if err := e.apply(&stewardv1.EventRecord{Sequence: rec.Sequence, Event: own(ev)}); err != nil {
+	if err := e.take(ev, rec.Sequence); err != nil {
 		return nil, errs.Wrap(errs.Corrupt, err, "task %s", taskID)
 	}
 	return after(), nil
@@ -211,7 +214,7 @@ func (s *Store) appendOn(ctx context.Context, e *entry, t *stewardv1.Task, h His
 	}
 	defer e.release()
 	if e.task.GetLastSequence() == head.Sequence {
-		_ = e.apply(&stewardv1.EventRecord{Sequence: rec.Sequence, Event: own(ev)})
+		_ = e.take(ev, rec.Sequence)
 	}
 	return t, true
 }
@@ -240,5 +243,5 @@ func (e *entry) appendOn(ctx context.Context, log *eventlog.Log, build Build) bo
 	if err != nil || rec.Event != ev {
 		return false
 	}
-	return e.apply(&stewardv1.EventRecord{Sequence: rec.Sequence, Event: own(ev)}) == nil
+	return e.take(ev, rec.Sequence) == nil
 }

@@ -34,6 +34,11 @@ import (
 )
 
 // Entry is a registered tool version with its compiled parameter schema.
+// An entry Get, Lookup, AsOf or LookupAsOf returns is the registry's own,
+// shared by every reader and never changed once applied: a lookup costs
+// no copy of the tool. A reader must not change it, nor its Tool; one that
+// needs a tool of its own copies it (proto.CloneOf). In race-detector
+// builds a change is caught at the next lookup of the entry (check).
 type Entry struct {
 	Tool   *stewardv1.Tool
 	Schema *action.Schema
@@ -44,6 +49,36 @@ type Entry struct {
 	// proposed: its schema does not compile under this release's limits.
 	// It stays listed, so that it is not taken for unregistered.
 	Unusable error
+	// applied is, in race-detector builds only, the entry as applied.
+	applied *applied
+}
+
+// applied is an entry as Apply made it: its fields, and a copy of its
+// tool.
+type applied struct {
+	entry Entry
+	tool  *stewardv1.Tool
+}
+
+// keep notes, in race-detector builds, e as applied, for check.
+func (e *Entry) keep() {
+	if guardShared {
+		e.applied = &applied{entry: *e, tool: proto.CloneOf(e.Tool)}
+	}
+}
+
+// check returns e, having panicked, in race-detector builds, if a reader
+// changed it since it was applied: its tool, or what it points to.
+func (e *Entry) check() *Entry {
+	if !guardShared {
+		return e
+	}
+	was := e.applied
+	if e.Tool != was.entry.Tool || e.Schema != was.entry.Schema || e.ResultSchema != was.entry.ResultSchema || !proto.Equal(e.Tool, was.tool) {
+		panic(fmt.Sprintf("toolreg: tool %s@%s, shared by the registry's lookups, was changed by a reader: copy it before changing it",
+			was.tool.GetContract().GetName(), was.tool.GetContract().GetVersion()))
+	}
+	return e
 }
 
 // Registry indexes registered tools.
@@ -99,6 +134,7 @@ func (r *Registry) Apply(rec *stewardv1.EventRecord) error {
 			e.Unusable = fmt.Errorf("its result_schema does not compile under this release's limits: %w", err)
 		}
 	}
+	e.keep()
 	if e.Unusable != nil {
 		r.logger.Warn("a registered tool version can no longer be proposed; register a new version", "tool", c.Name, "version", c.Version, "err", e.Unusable)
 	}
@@ -151,7 +187,7 @@ func (r *Registry) Sync(ctx context.Context, log *eventlog.Log) error {
 }
 
 // Get returns a version of the tool tenant means by name, the latest when
-// version is empty.
+// version is empty: the registry's own entry, read-only (Entry).
 func (r *Registry) Get(tenant, name, version string) (*Entry, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -168,7 +204,7 @@ func (r *Registry) Get(tenant, name, version string) (*Entry, error) {
 		}
 		return nil, errs.New(errs.NotFound, "tool %s has no version %s", errs.Quote(name), errs.Quote(version))
 	}
-	return &Entry{Tool: proto.CloneOf(e.Tool), Schema: e.Schema, ResultSchema: e.ResultSchema, Unusable: e.Unusable}, nil
+	return e.check(), nil
 }
 
 // Lookup is Get for a reader that must not miss a registration made just
@@ -208,7 +244,7 @@ func (r *Registry) AsOf(tenant, name string, created uint64) (*Entry, error) {
 	case best == nil:
 		return nil, errs.New(errs.NotFound, "tool %s has no version registered before the task was created; a task takes only those, unless its contract pins a version", errs.Quote(name))
 	}
-	return &Entry{Tool: proto.CloneOf(best.Tool), Schema: best.Schema, ResultSchema: best.ResultSchema, Unusable: best.Unusable}, nil
+	return best.check(), nil
 }
 
 // later orders two registered versions as Apply orders the latest:
@@ -250,7 +286,7 @@ func (r *Registry) List(tenant string) []*stewardv1.Tool {
 	out := make([]*stewardv1.Tool, 0, len(r.latest))
 	for k, e := range r.latest {
 		if k.tenant == tenant || k.tenant == "" && r.keyOf(tenant, k.name) == k {
-			out = append(out, proto.CloneOf(e.Tool))
+			out = append(out, proto.CloneOf(e.check().Tool))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Contract.Name < out[j].Contract.Name })
@@ -267,7 +303,7 @@ func (r *Registry) Variants(name string) []*stewardv1.Tool {
 	var out []*stewardv1.Tool
 	for k, e := range r.latest {
 		if k.name != name && strings.EqualFold(k.name, name) {
-			out = append(out, proto.CloneOf(e.Tool))
+			out = append(out, proto.CloneOf(e.check().Tool))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -2,6 +2,7 @@ package toolreg_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -118,4 +119,35 @@ func TestAsOfOrdersOtherVersionsByRegistration(t *testing.T) {
 	if e, err := r.AsOf("", "search", 9); err != nil || e.Tool.Contract.Version != "alpha" {
 		t.Fatalf("as of 9: %v, %v; want alpha, the last registered before", e, err)
 	}
+}
+
+// TestLookupsShareTheEntry: every lookup of a version hands out the
+// registry's one entry, not a copy; List hands out copies; and a reader
+// that changes the shared tool is caught at the next lookup.
+func TestLookupsShareTheEntry(t *testing.T) {
+	r := toolreg.New(slog.New(slog.DiscardHandler))
+	if err := r.Apply(&stewardv1.EventRecord{Sequence: 1, Event: &stewardv1.Event{Payload: &stewardv1.Event_ToolRegistered{ToolRegistered: &stewardv1.ToolRegistered{Contract: valid()}}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Get("", "search", "1.0.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := r.AsOf("", "search", 2); err != nil || again != got {
+		t.Fatalf("AsOf: %v, %v; want Get's entry, shared", again, err)
+	}
+	if listed := r.List(""); len(listed) != 1 || listed[0] == got.Tool {
+		t.Fatalf("List handed out %v; want a copy of the one tool", listed)
+	}
+
+	if !toolreg.GuardShared {
+		return // the check is built with the race detector
+	}
+	got.Tool.Contract.Description = "changed" // what a reader must not do
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "tool search@1.0.0") {
+			t.Fatalf("a changed shared tool went unnoticed: %v", r)
+		}
+	}()
+	_, _ = r.Get("", "search", "")
 }

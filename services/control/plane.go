@@ -86,9 +86,12 @@ type Config struct {
 }
 
 // Outcomes waits for an action to stop moving and reads it, as GetAction
-// with wait does, for the caller in ctx.
+// with wait does, for the caller in ctx. seen is the sequence of the task
+// this plane last wrote or read with the action in it: the views need
+// reach only that to read it, and the log need not be asked for the
+// task's last event.
 type Outcomes interface {
-	WaitAction(ctx context.Context, taskID, actionID string) (*stewardv1.GetActionResponse, error)
+	WaitAction(ctx context.Context, taskID, actionID string, seen uint64) (*stewardv1.GetActionResponse, error)
 }
 
 // TimerConsumer is the control plane's consumer of its timers.

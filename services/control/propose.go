@@ -38,29 +38,38 @@ const (
 // is not part of its identity: a repeat with another rationale returns the
 // action as first proposed.
 func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewardv1.ProposeActionRequest) (*stewardv1.Action, bool, error) {
+	a, created, _, err := proposeAction(ctx, p, principal, req)
+	return a, created, err
+}
+
+// proposeAction is p's ProposeAction, which also returns the sequence of
+// the task as it wrote or read it with the action in it: where a wait for
+// the action's outcome may start reading (Outcomes). A function, not a
+// method: Plane has methods enough (pkg/arch).
+func proposeAction(ctx context.Context, p *Plane, principal string, req *stewardv1.ProposeActionRequest) (*stewardv1.Action, bool, uint64, error) {
 	if p.tools == nil || p.requests == nil {
-		return nil, false, errs.New(errs.FailedPrecondition, "this control plane does not take actions")
+		return nil, false, 0, errs.New(errs.FailedPrecondition, "this control plane does not take actions")
 	}
 	if err := validateProposal(req); err != nil {
-		return nil, false, err
+		return nil, false, 0, err
 	}
 	params, err := proposalParams(req)
 	if err != nil {
-		return nil, false, err
+		return nil, false, 0, err
 	}
 	// The versions a proposal may take are fixed when its task is created
 	// (toolFor): any fold of the task this process holds has them, so one
 	// already cached is taken without a read.
 	t, _, err := p.loadStarted(ctx, req.TaskId)
 	if err != nil {
-		return nil, false, err
+		return nil, false, 0, err
 	}
 	if t, err = (fallbacks{p}).steer(ctx, t, req.Tool); err != nil { // fallback.go
-		return nil, false, err
+		return nil, false, 0, err
 	}
 	d, err := p.prepare(ctx, t, proposalOf(req, principal, params, req.ToolVersion))
 	if err != nil {
-		return nil, false, err
+		return nil, false, 0, err
 	}
 	actionID := d.action.ActionId
 	t, existing, _, err := p.record(ctx, req.TaskId, d, "", func(t *stewardv1.Task) (bool, error) {
@@ -73,31 +82,33 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 		return true, nil
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, false, 0, err
 	}
+	// t has the action: proposed by this call, or found there by a repeat.
+	seen := t.LastSequence
 	if existing != nil && redrafted(existing, d.action, req) {
 		d = (fallbacks{p}).asRecorded(ctx, t, proposalOf(req, principal, params, existing.ToolVersion), existing, d) // fallback.go
 	}
 	if existing != nil {
 		d = preparedHeld(ctx, p, t, proposalOf(req, principal, params, existing.ToolVersion), existing, d) // secrets.go
 		if err := sameProposal(existing, d.action, req); err != nil {
-			return nil, false, err
+			return nil, false, 0, err
 		}
 		if req.EditOf != "" {
 			// The first try may have stopped before it withdrew the
 			// version it replaces.
 			if _, err := p.withdraw(ctx, principal, req.TaskId, req.EditOf, actionID); err != nil {
-				return nil, false, err
+				return nil, false, 0, err
 			}
 		}
-		return existing, false, nil
+		return existing, false, seen, nil
 	}
 	if req.EditOf != "" {
 		if t, err = p.withdraw(ctx, principal, req.TaskId, req.EditOf, actionID); err != nil {
-			return nil, false, err
+			return nil, false, 0, err
 		}
 	}
-	return task.FindAction(t, actionID), true, nil
+	return task.FindAction(t, actionID), true, seen, nil
 }
 
 // redrafted reports whether req, a repeat of the proposal that recorded

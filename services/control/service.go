@@ -61,13 +61,13 @@ func (s *taskService) ResumeTask(ctx context.Context, req *connect.Request[stewa
 // proposal is on the log by then: a wait that fails answers with the
 // action as proposed, which the caller waits on with GetAction.
 func (s *taskService) ProposeAction(ctx context.Context, req *connect.Request[stewardv1.ProposeActionRequest]) (*connect.Response[stewardv1.ProposeActionResponse], error) {
-	a, created, err := s.plane.ProposeAction(ctx, rpc.Principal(ctx), req.Msg)
+	a, created, seen, err := proposeAction(ctx, s.plane, rpc.Principal(ctx), req.Msg)
 	if err != nil {
 		return nil, err
 	}
 	resp := &stewardv1.ProposeActionResponse{Action: a, Created: created}
 	if req.Msg.Wait && s.plane.outcomes != nil {
-		if got, err := s.plane.outcomes.WaitAction(ctx, req.Msg.TaskId, a.ActionId); err == nil {
+		if got, err := s.plane.outcomes.WaitAction(ctx, req.Msg.TaskId, a.ActionId, seen); err == nil {
 			resp.Action, resp.TaskStatus, resp.TaskStatusReason, resp.LastSequence = got.Action, got.TaskStatus, got.TaskStatusReason, got.LastSequence
 		}
 	}

@@ -132,7 +132,9 @@ func (rg *registration) tool(ctx context.Context, tenant, name, version string, 
 	if err != nil {
 		return nil, false, err
 	}
-	return e.Tool, created, nil
+	// The registry's tool is shared, read-only; this one goes out to a
+	// caller (Plane.Register) to keep.
+	return proto.CloneOf(e.Tool), created, nil
 }
 
 // RegisterFile registers every tool in a --tools file,

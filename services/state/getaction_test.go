@@ -12,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
@@ -188,4 +189,48 @@ func servePlane(t *testing.T, env *stewardtest.Env, p *state.Plane) stewardv1con
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return stewardv1connect.NewQueryServiceClient(srv.Client(), srv.URL)
+}
+
+// TestWaitActionFromASeenSequence: WaitAction, the wait of a ProposeAction
+// in the same process, given the sequence its proposal was written at,
+// holds until the outcome and answers as GetAction with wait does; for an
+// unknown task (given another task's sequence) or action it fails as
+// GetAction does.
+func TestWaitActionFromASeenSequence(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	env := stewardtest.NewEnv(t)
+	p, client := serveQuery(t, env, state.Config{})
+	seen := env.Append("t1", append(running(), act("a1", "search", "web", "r1")...)...).LastSequence
+	got := make(chan *stewardv1.GetActionResponse, 1)
+	go func() {
+		resp, err := p.WaitAction(ctx, "t1", "a1", seen)
+		if err != nil {
+			t.Errorf("WaitAction from %d: %v", seen, err)
+		}
+		got <- resp
+	}()
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		return p.Waiting("t1") == 1, fmt.Sprintf("%d calls wait on t1", p.Waiting("t1"))
+	})
+	env.Append("t1", succeededOutcome("a1", 1))
+	resp := <-got
+	want, err := client.GetAction(ctx, connect.NewRequest(&stewardv1.GetActionRequest{TaskId: "t1", ActionId: "a1", Wait: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetAction().GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED || !proto.Equal(resp, want.Msg) {
+		t.Fatalf("WaitAction answered %v, GetAction with wait %v", resp, want.Msg)
+	}
+
+	for _, tt := range []struct{ taskID, actionID, says string }{
+		{"nope", "a1", "task nope not found"},
+		{"t1", "a9", `task t1 has no action "a9"`},
+	} {
+		_, err := p.WaitAction(ctx, tt.taskID, tt.actionID, seen)
+		_, rpcErr := client.GetAction(ctx, connect.NewRequest(&stewardv1.GetActionRequest{TaskId: tt.taskID, ActionId: tt.actionID, Wait: true}))
+		if !errs.Is(err, errs.NotFound) || !strings.Contains(err.Error(), tt.says) || connect.CodeOf(rpcErr) != connect.CodeNotFound {
+			t.Errorf("WaitAction(%q, %q) = %v, GetAction %v; want both not found saying %q", tt.taskID, tt.actionID, err, rpcErr, tt.says)
+		}
+	}
 }

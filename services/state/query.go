@@ -41,15 +41,26 @@ func checkTaskID(id string) error {
 // caughtUp returns once the projection has caught up with the task's last
 // event on the log: a client that just wrote reads its write.
 func (p *Plane) caughtUp(ctx context.Context, taskID string) error {
+	return p.caughtUpTo(ctx, taskID, 0)
+}
+
+// caughtUpTo is caughtUp for a caller that knows the task is on the log
+// up to seen (0 for nothing): the projection waits for that, without a
+// request to the log for the task's last event. The caller's write is at
+// or before seen, so it reads its write as well.
+func (p *Plane) caughtUpTo(ctx context.Context, taskID string, seen uint64) error {
 	if err := checkTaskID(taskID); err != nil {
 		return err
 	}
-	last, err := p.log.LastSequence(ctx, taskID)
-	if err != nil {
-		return err
-	}
+	last := seen
 	if last == 0 {
-		return errs.New(errs.NotFound, "task %s not found", taskID)
+		var err error
+		if last, err = p.log.LastSequence(ctx, taskID); err != nil {
+			return err
+		}
+		if last == 0 {
+			return errs.New(errs.NotFound, "task %s not found", taskID)
+		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, freshnessWait)
 	defer cancel()
@@ -104,7 +115,7 @@ func (s *queryService) GetTask(ctx context.Context, req *connect.Request[steward
 // GetTask, copying that action only: what a client polling one action
 // pays does not grow with the task's ledger.
 func (s *queryService) GetAction(ctx context.Context, req *connect.Request[stewardv1.GetActionRequest]) (*connect.Response[stewardv1.GetActionResponse], error) {
-	resp, err := s.plane.action(ctx, req.Msg.TaskId, req.Msg.ActionId, req.Msg.Wait)
+	resp, err := s.plane.action(ctx, req.Msg.TaskId, req.Msg.ActionId, req.Msg.Wait, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -114,14 +125,17 @@ func (s *queryService) GetAction(ctx context.Context, req *connect.Request[stewa
 // WaitAction is GetAction with wait, for the control plane of the same
 // process (control.Config.Outcomes): a ProposeAction with wait learns its
 // action's outcome from these views, as a GetAction would, without a
-// second call. The caller is the one in ctx.
-func (p *Plane) WaitAction(ctx context.Context, taskID, actionID string) (*stewardv1.GetActionResponse, error) {
-	return p.action(ctx, taskID, actionID, true)
+// second call. The caller is the one in ctx. seen is a sequence of the
+// task's the caller knows is on the log and includes the action (its
+// proposal's, or later): the views wait for it instead of asking the log
+// for the task's last event, as a GetAction must; 0 asks.
+func (p *Plane) WaitAction(ctx context.Context, taskID, actionID string, seen uint64) (*stewardv1.GetActionResponse, error) {
+	return p.action(ctx, taskID, actionID, true, seen)
 }
 
 // action reads one action as GetAction answers it, once it has stopped
-// moving if wait.
-func (p *Plane) action(ctx context.Context, taskID, actionID string, wait bool) (*stewardv1.GetActionResponse, error) {
+// moving if wait, from views caught up with the log (caughtUpTo seen).
+func (p *Plane) action(ctx context.Context, taskID, actionID string, wait bool, seen uint64) (*stewardv1.GetActionResponse, error) {
 	if err := checkTaskID(taskID); err != nil {
 		return nil, err
 	}
@@ -133,11 +147,11 @@ func (p *Plane) action(ctx context.Context, taskID, actionID string, wait bool) 
 		// read and the wait is missed.
 		w, cancel := p.views.watchers.notify(taskID)
 		defer cancel()
-		if err := p.readAction(ctx, taskID, actionID); err != nil {
+		if err := p.readAction(ctx, taskID, actionID, seen); err != nil {
 			return nil, err
 		}
 		p.waitAction(ctx, w, taskID, actionID)
-	} else if err := p.readAction(ctx, taskID, actionID); err != nil {
+	} else if err := p.readAction(ctx, taskID, actionID, seen); err != nil {
 		return nil, err
 	}
 	resp, err := p.viewAction(ctx, taskID, actionID)
@@ -154,10 +168,14 @@ func (p *Plane) action(ctx context.Context, taskID, actionID string, wait bool) 
 }
 
 // readAction returns once the views have caught up with the task's last
-// event, or an error if they hold no such action.
-func (p *Plane) readAction(ctx context.Context, taskID, actionID string) error {
-	if err := p.caughtUp(ctx, taskID); err != nil {
+// event (caughtUpTo seen), or an error if they hold no such action.
+func (p *Plane) readAction(ctx context.Context, taskID, actionID string, seen uint64) error {
+	if err := p.caughtUpTo(ctx, taskID, seen); err != nil {
 		return err
+	}
+	if !p.views.Has(taskID) && seen != 0 {
+		// Not a sequence of this task: the log says whether it has one.
+		return p.readAction(ctx, taskID, actionID, 0)
 	}
 	if !p.views.Has(taskID) {
 		return noView(taskID)

@@ -136,8 +136,8 @@ func (o *localOutcomes) of(want []string) control.Outcomes {
 	return o
 }
 
-func (o *localOutcomes) WaitAction(ctx context.Context, taskID, actionID string) (*stewardv1.GetActionResponse, error) {
-	return o.state.WaitAction(ctx, taskID, actionID)
+func (o *localOutcomes) WaitAction(ctx context.Context, taskID, actionID string, seen uint64) (*stewardv1.GetActionResponse, error) {
+	return o.state.WaitAction(ctx, taskID, actionID, seen)
 }
 
 // CredentialKeyFile is the name of the credential signing key in a dev
