@@ -180,8 +180,8 @@ func (p *Plane) readAction(ctx context.Context, taskID, actionID string, seen ui
 	if !p.views.Has(taskID) {
 		return noView(taskID)
 	}
-	_, err := p.viewAction(ctx, taskID, actionID)
-	return err
+	// Whether the action is there; the answer is copied once, after the wait.
+	return p.read(ctx, taskID, func(views *Projection) error { return views.HasAction(taskID, actionID) })
 }
 
 // viewAction is Projection.Action, read cold for an evicted task.
