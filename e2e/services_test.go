@@ -17,9 +17,14 @@ import (
 // startServices runs each plane as its own `steward serve`, in this
 // process, against one new NATS JetStream server, with the flags every
 // plane needs and then its own from extra, and returns each plane's URL.
-func startServices(t *testing.T, extra map[string][]string) map[string]string {
+func startServices(t testing.TB, extra map[string][]string) map[string]string {
 	t.Helper()
-	bus := stewardtest.StartBus(t)
+	return startServicesOn(t, stewardtest.StartBus(t), extra)
+}
+
+// startServicesOn is startServices against bus.
+func startServicesOn(t testing.TB, bus *stewardtest.Bus, extra map[string][]string) map[string]string {
+	t.Helper()
 	urls := map[string]string{}
 	for _, plane := range []string{"control", "governance", "execution", "state"} {
 		m := app.NewServer(io.Discard, &testWriter{tb: t})
