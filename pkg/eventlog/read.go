@@ -183,56 +183,6 @@ func (l *Log) verify(subject, taskID string, raws []Raw) ([]*stewardv1.EventReco
 	return out, nil
 }
 
-// scan calls fn for each event stored on subject (a wildcard) from stream
-// sequence from on, in order, until fn returns an error. The subject's
-// last message, the leader's word (consistent.go), is read first and
-// handed on as read; each step before it is one direct get of the next
-// message on the subject, answered by any replica.
-//
-// The walk stops at the subject's last message, read first: asking for
-// one more would have the server look through every later message of the
-// stream for none, one by one, since a wildcard over one task's subjects
-// is not what its index skips with once a stream holds many subjects.
-// Events appended during the walk are left for the next read.
-func (l *Log) scan(ctx context.Context, subject string, from uint64, fn func(seq uint64, subject string, data []byte) error) error {
-	last, err := l.last(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil
-	}
-	if err != nil {
-		return errs.Wrap(errs.Unavailable, err, "read %s", subject)
-	}
-	if from > last.seq {
-		return nil
-	}
-	// The last message is in hand: most reads of what is new find one
-	// event, and need no second trip for it.
-	if err := l.walk(ctx, subject, from, last.seq, fn); err != nil {
-		return err
-	}
-	return fn(last.seq, last.subject, last.data)
-}
-
-// walk calls fn for each message on subject from sequence from on, up to
-// and not including sequence to, which the caller knows holds one: each
-// step one direct get of the next message on the subject.
-func (l *Log) walk(ctx context.Context, subject string, from, to uint64, fn func(seq uint64, subject string, data []byte) error) error {
-	for from < to {
-		msg, err := l.next(ctx, from, subject)
-		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && msg.seq >= to {
-			return nil
-		}
-		if err != nil {
-			return errs.Wrap(errs.Unavailable, err, "read %s", subject)
-		}
-		if err := fn(msg.seq, msg.subject, msg.data); err != nil {
-			return err
-		}
-		from = msg.seq + 1
-	}
-	return nil
-}
-
 // ReadAfter returns the events of taskID stored after stream sequence
 // after, in order, each checked against its own hash and subject. Linking
 // them to the events before is the caller's part: the fold checks each
@@ -253,19 +203,6 @@ func (l *Log) EachAfter(ctx context.Context, taskID string, after uint64, fn fun
 		return errs.Wrap(errs.Invalid, ErrInvalidTaskID, "read")
 	}
 	return l.eachOn(ctx, l.Subject(taskID), after, fn)
-}
-
-// eachOn calls fn with each event of the chain subject (a wildcard)
-// stored after sequence after, decoded and checked against its own hash
-// and subject.
-func (l *Log) eachOn(ctx context.Context, subject string, after uint64, fn func(*stewardv1.EventRecord) error) error {
-	return l.scan(ctx, subject, after+1, func(seq uint64, subject string, data []byte) error {
-		rec, err := l.record(seq, subject, data)
-		if err != nil {
-			return err
-		}
-		return fn(rec)
-	})
 }
 
 // record decodes the event stored at seq on subject and checks it against

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -8,22 +9,30 @@ import (
 )
 
 // ReadUpTo is ReadAfter for a reader that holds the event at sequence
-// rec.Sequence (a reaction's own, Handled) and needs the task up to it: it
-// reads only the events between, and ends with rec, which it does not read
-// again. Linking them to the events before is the caller's part, as for
-// ReadAfter.
-func (l *Log) ReadUpTo(ctx context.Context, taskID string, after uint64, rec *stewardv1.EventRecord) ([]*stewardv1.EventRecord, error) {
+// rec.Sequence (a reaction's own, Handled) and a fold of the task up to
+// head, and needs the task up to rec: it reads only the events between,
+// and ends with rec, which it does not read again. A chain has no event
+// between rec and the one it names as its predecessor (prev_hash), so the
+// read stops there, and reads nothing when that is head. Linking the
+// events to head is the caller's part, as for ReadAfter: a fold that
+// finds them unlinked reads the task afresh.
+func (l *Log) ReadUpTo(ctx context.Context, taskID string, head Head, rec *stewardv1.EventRecord) ([]*stewardv1.EventRecord, error) {
 	if !ValidTaskID(taskID) {
 		return nil, errs.Wrap(errs.Invalid, ErrInvalidTaskID, "read")
 	}
+	prev := rec.GetEvent().GetPrevHash()
+	follows := func(hash []byte) bool { return len(prev) > 0 && bytes.Equal(hash, prev) }
+	if follows(head.Hash) {
+		return []*stewardv1.EventRecord{rec}, nil
+	}
 	var out []*stewardv1.EventRecord
-	err := l.walk(ctx, l.Subject(taskID), after+1, rec.Sequence, func(seq uint64, subject string, data []byte) error {
+	err := l.walk(ctx, l.Subject(taskID), head.Sequence+1, rec.Sequence, func(seq uint64, subject string, data []byte) (bool, error) {
 		r, err := l.record(seq, subject, data)
 		if err != nil {
-			return err
+			return false, err
 		}
 		out = append(out, r)
-		return nil
+		return follows(r.Event.GetHash()), nil
 	})
 	if err != nil {
 		return nil, err

@@ -104,7 +104,7 @@ func (e *entry) reach(ctx context.Context, s *Store, taskID string, seq uint64) 
 		// A copy: the fold keeps parts of its events, and the event is the
 		// reaction's too.
 		own := &stewardv1.EventRecord{Sequence: rec.Sequence, Event: proto.CloneOf(rec.Event)}
-		recs, err := s.log.ReadUpTo(ctx, taskID, e.task.LastSequence, own)
+		recs, err := s.log.ReadUpTo(ctx, taskID, eventlog.HeadOf(e.task), own)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,103 @@
+package eventlog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// scan calls fn for each event stored on subject (a wildcard) from stream
+// sequence from on, in order, until fn returns an error. The subject's
+// last message, the leader's word (consistent.go), is read first and
+// handed on as read; each step before it is one direct get of the next
+// message on the subject, answered by any replica.
+//
+// The walk stops at the subject's last message, read first: asking for
+// one more would have the server look through every later message of the
+// stream for none, one by one, since a wildcard over one task's subjects
+// is not what its index skips with once a stream holds many subjects.
+// Events appended during the walk are left for the next read.
+func (l *Log) scan(ctx context.Context, subject string, from uint64, fn func(seq uint64, subject string, data []byte) error) error {
+	last, err := l.last(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "read %s", subject)
+	}
+	if from > last.seq {
+		return nil
+	}
+	// The last message is in hand: most reads of what is new find one
+	// event, and need no second trip for it.
+	each := func(seq uint64, subject string, data []byte) (bool, error) { return false, fn(seq, subject, data) }
+	if err := l.walk(ctx, subject, from, last.seq, each); err != nil {
+		return err
+	}
+	return fn(last.seq, last.subject, last.data)
+}
+
+// walk calls fn for each message on subject from sequence from on, up to
+// and not including sequence to, which the caller knows holds one: each
+// step one direct get of the next message on the subject. fn says when
+// the message it was handed is the last before to (reached), which spares
+// the get that would only find to again.
+func (l *Log) walk(ctx context.Context, subject string, from, to uint64, fn func(seq uint64, subject string, data []byte) (reached bool, err error)) error {
+	for from < to {
+		msg, err := l.next(ctx, from, subject)
+		if errors.Is(err, jetstream.ErrMsgNotFound) || err == nil && msg.seq >= to {
+			return nil
+		}
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "read %s", subject)
+		}
+		reached, err := fn(msg.seq, msg.subject, msg.data)
+		if err != nil || reached {
+			return err
+		}
+		from = msg.seq + 1
+	}
+	return nil
+}
+
+// eachOn calls fn with each event of the chain subject (a wildcard)
+// stored after sequence after, decoded and checked against its own hash
+// and subject. It follows the chain back from its last event: the walk
+// stops at the event the last names as its predecessor, and spares the
+// get that would only find the last again. A reader folding what is new
+// links what it is handed (a fold refuses a break); a reader checking the
+// whole chain reads every message on the subject (scan).
+func (l *Log) eachOn(ctx context.Context, subject string, after uint64, fn func(*stewardv1.EventRecord) error) error {
+	last, err := l.last(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
+	if err != nil {
+		return errs.Wrap(errs.Unavailable, err, "read %s", subject)
+	}
+	if after >= last.seq {
+		return nil
+	}
+	_, prev := event.Links(last.data)
+	err = l.walk(ctx, subject, after+1, last.seq, func(seq uint64, subject string, data []byte) (bool, error) {
+		rec, err := l.record(seq, subject, data)
+		if err != nil {
+			return false, err
+		}
+		return len(prev) > 0 && bytes.Equal(rec.Event.GetHash(), prev), fn(rec)
+	})
+	if err != nil {
+		return err
+	}
+	rec, err := l.record(last.seq, last.subject, last.data)
+	if err != nil {
+		return err
+	}
+	return fn(rec)
+}
