@@ -82,35 +82,3 @@ func Open(data []byte) (*stewardv1.Event, error) {
 	}
 	return ev, nil
 }
-
-// prevHashField is the field number of Event.prev_hash.
-const prevHashField = 9
-
-// Links returns the hash stored bytes carry and the hash of the event
-// before them (prev_hash), read without decoding or checking them: for a
-// reader that walks a chain to know, before it opens them, which event
-// comes before which. nil where the bytes do not hold one.
-func Links(data []byte) (hash, prev []byte) {
-	if len(data) >= trailerSize && bytes.Equal(data[len(data)-trailerSize:][:len(hashTag)], hashTag[:]) {
-		hash = data[len(data)-HashSize:]
-	}
-	for b := data; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return hash, nil
-		}
-		b = b[n:]
-		if num == prevHashField && typ == protowire.BytesType {
-			v, m := protowire.ConsumeBytes(b)
-			if m < 0 {
-				return hash, nil
-			}
-			return hash, v
-		}
-		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-			return hash, nil
-		}
-		b = b[n:]
-	}
-	return hash, nil
-}

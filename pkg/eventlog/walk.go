@@ -8,7 +8,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/steward-run/steward/pkg/errs"
-	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -72,7 +71,10 @@ func (l *Log) walk(ctx context.Context, subject string, from, to uint64, fn func
 // stops at the event the last names as its predecessor, and spares the
 // get that would only find the last again. A reader folding what is new
 // links what it is handed (a fold refuses a break); a reader checking the
-// whole chain reads every message on the subject (scan).
+// whole chain reads every message on the subject (scan). So a fork (two
+// events on one head, which only an append without the chain's condition
+// can store) is reported by Read and the audit, and folded here as the
+// branch the last event is on.
 func (l *Log) eachOn(ctx context.Context, subject string, after uint64, fn func(*stewardv1.EventRecord) error) error {
 	last, err := l.last(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -84,7 +86,13 @@ func (l *Log) eachOn(ctx context.Context, subject string, after uint64, fn func(
 	if after >= last.seq {
 		return nil
 	}
-	_, prev := event.Links(last.data)
+	// Opened first, for the predecessor it names as the decoder reads it
+	// (the last of its prev_hash fields), which is what a fold links.
+	held, err := l.record(last.seq, last.subject, last.data)
+	if err != nil {
+		return err
+	}
+	prev := held.Event.GetPrevHash()
 	err = l.walk(ctx, subject, after+1, last.seq, func(seq uint64, subject string, data []byte) (bool, error) {
 		rec, err := l.record(seq, subject, data)
 		if err != nil {
@@ -95,9 +103,5 @@ func (l *Log) eachOn(ctx context.Context, subject string, after uint64, fn func(
 	if err != nil {
 		return err
 	}
-	rec, err := l.record(last.seq, last.subject, last.data)
-	if err != nil {
-		return err
-	}
-	return fn(rec)
+	return fn(held)
 }
