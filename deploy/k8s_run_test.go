@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -124,6 +123,7 @@ type cluster struct {
 	ports map[string]map[int32]int // pod → container port → loopback port
 	hosts map[string]string        // "name:port" → "127.0.0.1:port"
 	nats  []*server.Server
+	used  map[int]bool // loopback ports handed out (freePort)
 }
 
 // podNames are the pods the check runs of workload name: every NATS node
@@ -145,13 +145,13 @@ func podNames(m *manifests, name string) []string {
 
 func newCluster(t *testing.T, m *manifests) *cluster {
 	t.Helper()
-	c := &cluster{m: m, ports: map[string]map[int32]int{}, hosts: map[string]string{}}
+	c := &cluster{m: m, ports: map[string]map[int32]int{}, hosts: map[string]string{}, used: map[int]bool{}}
 	for _, name := range append(slices.Clone(workloads), "nats") {
 		_, tmpl, _ := m.workload(name)
 		for i, pod := range podNames(m, name) {
 			c.ports[pod] = map[int32]int{}
 			for _, p := range tmpl.Spec.Containers[0].Ports {
-				c.ports[pod][p.ContainerPort] = freePort(t)
+				c.ports[pod][p.ContainerPort] = c.freePort(t)
 				local := "127.0.0.1:" + strconv.Itoa(c.ports[pod][p.ContainerPort])
 				if ss, ok := m.statefuls[name]; ok && ss.Spec.ServiceName != "" {
 					c.alias(fmt.Sprintf("%s.%s", pod, ss.Spec.ServiceName), p.ContainerPort, local)
@@ -186,16 +186,6 @@ func (c *cluster) alias(name string, port int32, local string) {
 	for _, n := range []string{name, name + ".steward.svc", name + ".steward.svc.cluster.local"} {
 		c.hosts[n+":"+strconv.Itoa(int(port))] = local
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 var hostPort = regexp.MustCompile(`[A-Za-z0-9.-]+:[0-9]+`)
