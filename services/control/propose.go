@@ -84,7 +84,8 @@ func proposeAction(ctx context.Context, p *Plane, principal string, req *steward
 	if err != nil {
 		return nil, false, 0, err
 	}
-	// t has the action: proposed by this call, or found there by a repeat.
+	// t has the action: proposed by this call, or found there by a repeat;
+	// an edit's withdrawal of the version it replaces comes after.
 	seen := t.LastSequence
 	if existing != nil && redrafted(existing, d.action, req) {
 		d = (fallbacks{p}).asRecorded(ctx, t, proposalOf(req, principal, params, existing.ToolVersion), existing, d) // fallback.go
@@ -97,9 +98,11 @@ func proposeAction(ctx context.Context, p *Plane, principal string, req *steward
 		if req.EditOf != "" {
 			// The first try may have stopped before it withdrew the
 			// version it replaces.
-			if _, err := p.withdraw(ctx, principal, req.TaskId, req.EditOf, actionID); err != nil {
+			w, err := p.withdraw(ctx, principal, req.TaskId, req.EditOf, actionID)
+			if err != nil {
 				return nil, false, 0, err
 			}
+			seen = max(seen, w.GetLastSequence())
 		}
 		return existing, false, seen, nil
 	}
@@ -107,6 +110,8 @@ func proposeAction(ctx context.Context, p *Plane, principal string, req *steward
 		if t, err = p.withdraw(ctx, principal, req.TaskId, req.EditOf, actionID); err != nil {
 			return nil, false, 0, err
 		}
+		// The caller's own write includes the withdrawal.
+		seen = max(seen, t.GetLastSequence())
 	}
 	return task.FindAction(t, actionID), true, seen, nil
 }

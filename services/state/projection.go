@@ -271,9 +271,13 @@ func (p *Projection) Action(taskID, actionID string) (*stewardv1.GetActionRespon
 	p.awaitStubOf(taskID)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	v, i, err := p.actionAt(taskID, actionID)
+	v, err := p.whole(taskID)
 	if err != nil {
 		return nil, err
+	}
+	i, ok := v.at[actionID]
+	if !ok {
+		return nil, errs.New(errs.NotFound, "task %s has no action %s", taskID, errs.Quote(actionID))
 	}
 	t := v.task
 	return &stewardv1.GetActionResponse{
@@ -282,29 +286,6 @@ func (p *Projection) Action(taskID, actionID string) (*stewardv1.GetActionRespon
 		TaskStatusReason: t.StatusReason,
 		LastSequence:     t.LastSequence,
 	}, nil
-}
-
-// HasAction is Action's errors without its copy: for a reader that only
-// needs to know the action is there.
-func (p *Projection) HasAction(taskID, actionID string) error {
-	p.awaitStubOf(taskID)
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	_, _, err := p.actionAt(taskID, actionID)
-	return err
-}
-
-// actionAt is the view holding the action and its index; p.mu is held.
-func (p *Projection) actionAt(taskID, actionID string) (*view, int, error) {
-	v, err := p.whole(taskID)
-	if err != nil {
-		return nil, 0, err
-	}
-	i, ok := v.at[actionID]
-	if !ok {
-		return nil, 0, errs.New(errs.NotFound, "task %s has no action %s", taskID, errs.Quote(actionID))
-	}
-	return v, i, nil
 }
 
 // moving reports whether Steward is still moving the action on by itself
