@@ -20,19 +20,13 @@ func (l *Log) ReadUpTo(ctx context.Context, taskID string, head Head, rec *stewa
 	if !ValidTaskID(taskID) {
 		return nil, errs.Wrap(errs.Invalid, ErrInvalidTaskID, "read")
 	}
-	prev := rec.GetEvent().GetPrevHash()
-	follows := func(hash []byte) bool { return len(prev) > 0 && bytes.Equal(hash, prev) }
-	if follows(head.Hash) {
+	if prev := rec.GetEvent().GetPrevHash(); len(prev) > 0 && bytes.Equal(head.Hash, prev) {
 		return []*stewardv1.EventRecord{rec}, nil
 	}
 	var out []*stewardv1.EventRecord
-	err := l.walk(ctx, l.Subject(taskID), head.Sequence+1, rec.Sequence, func(seq uint64, subject string, data []byte) (bool, error) {
-		r, err := l.record(seq, subject, data)
-		if err != nil {
-			return false, err
-		}
+	err := l.walkBack(ctx, l.Subject(taskID), head.Sequence+1, rec, func(r *stewardv1.EventRecord) error {
 		out = append(out, r)
-		return follows(r.Event.GetHash()), nil
+		return nil
 	})
 	if err != nil {
 		return nil, err

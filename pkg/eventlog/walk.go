@@ -23,15 +23,9 @@ import (
 // is not what its index skips with once a stream holds many subjects.
 // Events appended during the walk are left for the next read.
 func (l *Log) scan(ctx context.Context, subject string, from uint64, fn func(seq uint64, subject string, data []byte) error) error {
-	last, err := l.last(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil
-	}
-	if err != nil {
-		return errs.Wrap(errs.Unavailable, err, "read %s", subject)
-	}
-	if from > last.seq {
-		return nil
+	last, ok, err := l.lastFrom(ctx, subject, from)
+	if !ok {
+		return err
 	}
 	// The last message is in hand: most reads of what is new find one
 	// event, and need no second trip for it.
@@ -65,6 +59,35 @@ func (l *Log) walk(ctx context.Context, subject string, from, to uint64, fn func
 	return nil
 }
 
+// lastFrom is the subject's last message, and whether it is at sequence
+// from or later (when it is not, or there is none, err says why not, or
+// is nil).
+func (l *Log) lastFrom(ctx context.Context, subject string, from uint64) (stored, bool, error) {
+	last, err := l.last(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return stored{}, false, nil
+	}
+	if err != nil {
+		return stored{}, false, errs.Wrap(errs.Unavailable, err, "read %s", subject)
+	}
+	return last, from <= last.seq, nil
+}
+
+// walkBack hands fn each event on subject from sequence from up to (not
+// including) held, decoded and checked against its own hash and subject,
+// and stops at the one held names as its predecessor (prev_hash, as the
+// decoder reads it): a chain has no other event before held.
+func (l *Log) walkBack(ctx context.Context, subject string, from uint64, held *stewardv1.EventRecord, fn func(*stewardv1.EventRecord) error) error {
+	prev := held.GetEvent().GetPrevHash()
+	return l.walk(ctx, subject, from, held.Sequence, func(seq uint64, subject string, data []byte) (bool, error) {
+		rec, err := l.record(seq, subject, data)
+		if err != nil {
+			return false, err
+		}
+		return len(prev) > 0 && bytes.Equal(rec.Event.GetHash(), prev), fn(rec)
+	})
+}
+
 // eachOn calls fn with each event of the chain subject (a wildcard)
 // stored after sequence after, decoded and checked against its own hash
 // and subject. It follows the chain back from its last event: the walk
@@ -76,15 +99,9 @@ func (l *Log) walk(ctx context.Context, subject string, from, to uint64, fn func
 // can store) is reported by Read and the audit, and folded here as the
 // branch the last event is on.
 func (l *Log) eachOn(ctx context.Context, subject string, after uint64, fn func(*stewardv1.EventRecord) error) error {
-	last, err := l.last(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil
-	}
-	if err != nil {
-		return errs.Wrap(errs.Unavailable, err, "read %s", subject)
-	}
-	if after >= last.seq {
-		return nil
+	last, ok, err := l.lastFrom(ctx, subject, after+1)
+	if !ok {
+		return err
 	}
 	// Opened first, for the predecessor it names as the decoder reads it
 	// (the last of its prev_hash fields), which is what a fold links.
@@ -92,15 +109,7 @@ func (l *Log) eachOn(ctx context.Context, subject string, after uint64, fn func(
 	if err != nil {
 		return err
 	}
-	prev := held.Event.GetPrevHash()
-	err = l.walk(ctx, subject, after+1, last.seq, func(seq uint64, subject string, data []byte) (bool, error) {
-		rec, err := l.record(seq, subject, data)
-		if err != nil {
-			return false, err
-		}
-		return len(prev) > 0 && bytes.Equal(rec.Event.GetHash(), prev), fn(rec)
-	})
-	if err != nil {
+	if err := l.walkBack(ctx, subject, after+1, held, fn); err != nil {
 		return err
 	}
 	return fn(held)
