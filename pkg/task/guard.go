@@ -6,12 +6,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/raceguard"
 )
 
 // keepShared returns, in race-detector builds, a deep copy of a, the
 // entry a change replaces, for checkShared; nil otherwise.
 func keepShared(a *stewardv1.Action) *stewardv1.Action {
-	if !guardShared {
+	if !raceguard.On {
 		return nil
 	}
 	return proto.CloneOf(a)
@@ -23,7 +24,7 @@ func keepShared(a *stewardv1.Action) *stewardv1.Action {
 // in place, and with it every view that holds a. A change must set a new
 // sub-message instead.
 func checkShared(a, kept *stewardv1.Action, ev *stewardv1.Event) {
-	if guardShared && !proto.Equal(a, kept) {
+	if raceguard.On && !proto.Equal(a, kept) {
 		panic(fmt.Sprintf("task: %s changed a sub-message of action %s in place, which the entry it replaced shares: set a new one instead", ev.Type, a.ActionId))
 	}
 }
@@ -38,7 +39,7 @@ type keptPart struct {
 // t but its actions (each change to one is checked on its own:
 // checkShared), for checkParts; nil otherwise.
 func keepParts(t *stewardv1.Task) []keptPart {
-	if !guardShared {
+	if !raceguard.On {
 		return nil
 	}
 	var kept []keptPart

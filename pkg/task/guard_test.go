@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/raceguard"
 )
 
 // TestChangeOfASharedSubMessageIsCaught: in race-detector builds, a change
 // that changes a sub-message in place rather than setting a new one
 // panics, since the entry it replaces shares it.
 func TestChangeOfASharedSubMessageIsCaught(t *testing.T) {
-	if !guardShared {
+	if !raceguard.On {
 		t.Skip("the check is built with the race detector")
 	}
 	tk := &stewardv1.Task{Actions: []*stewardv1.Action{{ActionId: "a1", Status: proposed, Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s1"}}}}
@@ -34,7 +35,7 @@ func TestChangeOfASharedSubMessageIsCaught(t *testing.T) {
 // changes a part of the task in place (here, what a view may share of
 // its contract) panics.
 func TestChangeOfAPartInPlaceIsCaught(t *testing.T) {
-	if !guardShared {
+	if !raceguard.On {
 		t.Skip("the check is built with the race detector")
 	}
 	tk := &stewardv1.Task{Contract: &stewardv1.TaskContract{TaskId: "t1"}}

@@ -9,7 +9,7 @@ import stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 // entry; a deep copy cost most of what a step allocates, for an action
 // that carries its snapshot, permit and request. Sharing is safe because
 // no change to an action changes a sub-message in place: it sets a new
-// one (checked in race-detector builds, see guardShared). Every field is
+// one (checked in race-detector builds, see raceguard.On). Every field is
 // listed; TestShallowActionCopiesEveryField fails on one left out.
 func shallowAction(a *stewardv1.Action) *stewardv1.Action {
 	c := &stewardv1.Action{

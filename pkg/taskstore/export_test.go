@@ -2,6 +2,7 @@ package taskstore
 
 import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/raceguard"
 )
 
 // FoldInTwo folds recs[:n] into an entry and takes its history, then
@@ -29,7 +30,7 @@ func Cached(s *Store, taskID string) bool {
 
 // GuardLent says whether this build checks that callers leave shared
 // actions alone.
-const GuardLent = guardLent
+const GuardLent = raceguard.On
 
 // ShallowTask is shallowTask, for the tests of package taskstore_test.
 var ShallowTask = shallowTask

@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/raceguard"
 	"github.com/steward-run/steward/pkg/task"
 )
 
@@ -31,7 +32,7 @@ func (e *entry) copyOut() *stewardv1.Task {
 // not noted yet: a part a caller now shares with it (copyOut, take), for
 // checkLent.
 func (e *entry) lend() {
-	if !guardLent || e.task == nil {
+	if !raceguard.On || e.task == nil {
 		return
 	}
 	if e.lent == nil {

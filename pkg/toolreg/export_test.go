@@ -1,5 +1,7 @@
 package toolreg
 
+import "github.com/steward-run/steward/pkg/raceguard"
+
 // GuardShared says whether this build checks that readers leave the
 // entries they look up alone.
-const GuardShared = guardShared
+const GuardShared = raceguard.On

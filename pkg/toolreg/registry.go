@@ -31,6 +31,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/raceguard"
 )
 
 // Entry is a registered tool version with its compiled parameter schema.
@@ -62,7 +63,7 @@ type applied struct {
 
 // keep notes, in race-detector builds, e as applied, for check.
 func (e *Entry) keep() {
-	if guardShared {
+	if raceguard.On {
 		e.applied = &applied{entry: *e, tool: proto.CloneOf(e.Tool)}
 	}
 }
@@ -70,7 +71,7 @@ func (e *Entry) keep() {
 // check returns e, having panicked, in race-detector builds, if a reader
 // changed it since it was applied: its tool, or what it points to.
 func (e *Entry) check() *Entry {
-	if !guardShared {
+	if !raceguard.On {
 		return e
 	}
 	was := e.applied
