@@ -147,11 +147,11 @@ func (p *Plane) action(ctx context.Context, taskID, actionID string, wait bool, 
 		// read and the wait is missed.
 		w, cancel := p.views.watchers.notify(taskID)
 		defer cancel()
-		if err := p.readAction(ctx, taskID, actionID, seen); err != nil {
+		if err := p.readTask(ctx, taskID, seen); err != nil {
 			return nil, err
 		}
 		p.waitAction(ctx, w, taskID, actionID)
-	} else if err := p.readAction(ctx, taskID, actionID, seen); err != nil {
+	} else if err := p.readTask(ctx, taskID, seen); err != nil {
 		return nil, err
 	}
 	resp, err := p.viewAction(ctx, taskID, actionID)
@@ -167,15 +167,15 @@ func (p *Plane) action(ctx context.Context, taskID, actionID string, wait bool, 
 	return resp, nil
 }
 
-// readAction returns once the views have caught up with the task's last
-// event (caughtUpTo seen), or an error if they hold no such action.
-func (p *Plane) readAction(ctx context.Context, taskID, actionID string, seen uint64) error {
+// readTask returns once the views have caught up with the task's last
+// event (caughtUpTo seen), or an error if they hold no view of it.
+func (p *Plane) readTask(ctx context.Context, taskID string, seen uint64) error {
 	if err := p.caughtUpTo(ctx, taskID, seen); err != nil {
 		return err
 	}
 	if !p.views.Has(taskID) && seen != 0 {
 		// Not a sequence of this task: the log says whether it has one.
-		return p.readAction(ctx, taskID, actionID, 0)
+		return p.readTask(ctx, taskID, 0)
 	}
 	if !p.views.Has(taskID) {
 		return noView(taskID)
