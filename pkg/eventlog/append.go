@@ -66,17 +66,50 @@ func (l *Log) Fits(ctx context.Context, ev *stewardv1.Event) error {
 // stored record. If an event with the same id is already stored — a retried
 // append — it returns that record instead of storing a second one.
 func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stewardv1.EventRecord, error) {
+	rec, chain, err := l.appendOn(ctx, head, ev)
+	if errors.Is(err, errWrongHead) {
+		// The server checks the sequence before the message id, so a retry
+		// of an append that was stored lands here too: maybe stored.
+		if rec, ferr := l.find(ctx, chain, head.Sequence, ev.EventId); ferr != nil || rec != nil {
+			return rec, ferr
+		}
+		return nil, ErrConflict
+	}
+	return rec, err
+}
+
+// TryAppend is Append for a writer that reads its chain again when it
+// loses, as the task store's first try on the fold it keeps does: an
+// append refused because head is not the chain's last is ErrConflict at
+// once, without the read that tells Append's caller whether the event
+// was stored before, which the writer's next read shows (its history).
+func (l *Log) TryAppend(ctx context.Context, head Head, ev *stewardv1.Event) (*stewardv1.EventRecord, error) {
+	rec, _, err := l.appendOn(ctx, head, ev)
+	if errors.Is(err, errWrongHead) {
+		return nil, ErrConflict
+	}
+	return rec, err
+}
+
+// errWrongHead is appendOn's refusal of an event whose head is not its
+// chain's last (Append and TryAppend each say what that means).
+var errWrongHead = errors.New("eventlog: not the chain's head")
+
+// appendOn seals ev onto head and stores it, on the condition that head
+// is its chain's last, and returns the record stored (the one before, for
+// a duplicate message id) and the chain's subject (a wildcard).
+func (l *Log) appendOn(ctx context.Context, head Head, ev *stewardv1.Event) (*stewardv1.EventRecord, string, error) {
 	subject, chain, err := l.subjectOf(ev)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	tracing.Into(ctx, ev) // before the seal: the context is hashed with the event
 	data, err := event.Seal(ev, head.Hash)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if len(data) > l.maxPayload {
-		return nil, errs.New(errs.TooLarge, "the %s event is %d bytes; the event log takes at most %d", ev.Type, len(data), l.maxPayload)
+		return nil, "", errs.New(errs.TooLarge, "the %s event is %d bytes; the event log takes at most %d", ev.Type, len(data), l.maxPayload)
 	}
 	msg := &nats.Msg{
 		Subject: subject,
@@ -94,20 +127,16 @@ func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stew
 	var apiErr *jetstream.APIError
 	switch {
 	case err == nil && ack.Duplicate:
-		return l.duplicateOf(ctx, ev, ack.Sequence)
+		rec, err := l.duplicateOf(ctx, ev, ack.Sequence)
+		return rec, chain, err
 	case err == nil:
-		return &stewardv1.EventRecord{Sequence: ack.Sequence, Event: ev}, nil
+		return &stewardv1.EventRecord{Sequence: ack.Sequence, Event: ev}, chain, nil
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrWrongLastSequence || apiErr.ErrorCode == jsErrWrongLastSequenceConstant):
-		// The server checks the sequence before the message id, so a retry
-		// of an append that was stored lands here too: maybe stored.
-		if rec, ferr := l.find(ctx, chain, head.Sequence, ev.EventId); ferr != nil || rec != nil {
-			return rec, ferr
-		}
-		return nil, ErrConflict
+		return nil, chain, errWrongHead
 	case errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrDuplicateInProcess:
-		return nil, ErrConflict // the same event is being stored; re-read and see
+		return nil, chain, ErrConflict // the same event is being stored; re-read and see
 	default:
-		return nil, errs.Wrap(errs.Unavailable, err, "append %s to %s", ev.Type, subject)
+		return nil, chain, errs.Wrap(errs.Unavailable, err, "append %s to %s", ev.Type, subject)
 	}
 }
 

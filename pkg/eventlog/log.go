@@ -78,12 +78,6 @@ type Config struct {
 	// its fetch rather than wait for it (pull.go). Never set it where
 	// processes share a consumer: a live one's events would come again.
 	SoleConsumer bool
-	// SoleWriter says this process is the only one that appends to the
-	// log (steward dev). The task store then writes first on the fold it
-	// keeps, which is current unless someone wrote behind its back, and
-	// reads the log only when the append is refused. It never decides
-	// whether a write is right, only whether it costs a read first.
-	SoleWriter bool
 	// HardenBuckets: as stores.Config.Harden, for the first-use bucket.
 	HardenBuckets bool
 	// Writers, by plane, are the connections appends go through: an

@@ -123,6 +123,35 @@ func TestRetriedAppendIsStoredOnce(t *testing.T) {
 	}
 }
 
+// TestATriedAppendLosesWithoutLooking: TryAppend on a head that is no
+// longer the chain's last is a conflict even for a retry of an event
+// stored before (which Append finds and returns), and stores nothing; on
+// the head, it stores as Append does.
+func TestATriedAppendLosesWithoutLooking(t *testing.T) {
+	l, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	first := mustEvent(t, event.Meta{TaskID: "t1", ID: "created"}, &stewardv1.TaskCreated{})
+	rec, err := l.TryAppend(ctx, eventlog.Head{}, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry := mustEvent(t, event.Meta{TaskID: "t1", ID: "created"}, &stewardv1.TaskCreated{})
+	if _, err := l.TryAppend(ctx, eventlog.Head{}, retry); !errors.Is(err, eventlog.ErrConflict) {
+		t.Fatalf("a retry on the old head: err = %v, want ErrConflict", err)
+	}
+	next := mustEvent(t, event.Meta{TaskID: "t1", ID: "started"}, &stewardv1.TaskStarted{})
+	if _, err := l.TryAppend(ctx, eventlog.Head{Sequence: rec.Sequence, Hash: rec.Event.Hash}, next); err != nil {
+		t.Fatalf("on the head: %v", err)
+	}
+	recs, err := l.Read(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || recs[0].Event.EventId != "created" || recs[1].Event.EventId != "started" {
+		t.Fatalf("stored %v, want created and started", recs)
+	}
+}
+
 func TestAppendRejectsBadTaskIDs(t *testing.T) {
 	l, _ := stewardtest.OpenLog(t)
 	for _, id := range []string{"", "a.b", "a*", "a>", "a b", string(make([]byte, 65))} {

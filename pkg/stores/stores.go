@@ -30,9 +30,6 @@ type Config struct {
 	// SoleConsumer says this process is the only reader of its durable
 	// consumers (steward dev); see eventlog.Config.
 	SoleConsumer bool
-	// SoleWriter says this process is the only writer of the log (steward
-	// dev); see eventlog.Config.
-	SoleWriter bool
 	// Writers, by plane, are the connections each plane writes through
 	// (steward dev, one NATS user per plane): events and timers go
 	// through their owner's, and As(plane) gives the plane request and
@@ -79,7 +76,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Set, error)
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	log, err := eventlog.Open(ctx, js, eventlog.Config{Logger: cfg.Logger, Replicas: cfg.Replicas, SoleConsumer: cfg.SoleConsumer,
-		SoleWriter: cfg.SoleWriter, Writers: cfg.Writers, HardenBuckets: cfg.Harden, Tracing: cfg.Tracing})
+		Writers: cfg.Writers, HardenBuckets: cfg.Harden, Tracing: cfg.Tracing})
 	if err != nil {
 		return nil, err
 	}

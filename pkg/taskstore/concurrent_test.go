@@ -21,17 +21,9 @@ import (
 // are given, leave the cached fold equal to a fold of the log, with each
 // event id stored once (run with -race).
 func TestConcurrentWritersAgreeWithTheLog(t *testing.T) {
-	// As a process among several writes, and as the log's only writer,
-	// which writes on its fold before reading.
-	for _, sole := range []bool{false, true} {
-		t.Run(fmt.Sprintf("sole-writer=%v", sole), func(t *testing.T) { concurrentWriters(t, sole) })
-	}
-}
-
-func concurrentWriters(t *testing.T, sole bool) {
 	bus := stewardtest.StartBus(t)
 	ctx := context.Background()
-	log, err := eventlog.Open(ctx, bus.JS, eventlog.Config{SoleWriter: sole})
+	log, err := eventlog.Open(ctx, bus.JS, eventlog.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

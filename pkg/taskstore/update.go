@@ -97,19 +97,21 @@ type Build func(t *stewardv1.Task) (*stewardv1.Event, error)
 // command a no-op. The fold is this process's own, changed in place, so a
 // write costs nothing in the size of the task.
 func (s *Store) Write(ctx context.Context, taskID string, build Build) error {
-	_, err := s.writeLoop(ctx, taskID, build, false)
+	_, err := s.writeLoop(ctx, taskID, build, false, true)
 	return err
 }
 
 // Update is Write for a caller that wants the task as it is after: a copy,
 // as Load's, which costs the task's top level and its lists.
 func (s *Store) Update(ctx context.Context, taskID string, build Build) (*stewardv1.Task, error) {
-	return s.writeLoop(ctx, taskID, build, true)
+	return s.writeLoop(ctx, taskID, build, true, true)
 }
 
-func (s *Store) writeLoop(ctx context.Context, taskID string, build Build, copyOut bool) (*stewardv1.Task, error) {
+// writeLoop is Write and Update; foldFirst says whether its first try may
+// build on the fold as it is (not after UpdateFrom's own first try lost).
+func (s *Store) writeLoop(ctx context.Context, taskID string, build Build, copyOut, foldFirst bool) (*stewardv1.Task, error) {
 	for attempt := range maxConflictRetries {
-		t, err := s.writeOnce(ctx, taskID, build, copyOut, attempt == 0 && s.log.Config().SoleWriter)
+		t, err := s.writeOnce(ctx, taskID, build, copyOut, foldFirst && attempt == 0)
 		if !errors.Is(err, eventlog.ErrConflict) {
 			return t, err
 		}
@@ -122,8 +124,11 @@ func (s *Store) writeLoop(ctx context.Context, taskID string, build Build, copyO
 
 // writeOnce is one try of the write loop, holding the task's entry: it
 // returns eventlog.ErrConflict when another write came first. First, when
-// the fold is likely current (this process is the log's only writer), it
-// tries the write on the fold as it is, without a read.
+// the fold is likely current, it tries the write on the fold as it is,
+// without a read: a fold is behind only when another process (or plane,
+// in services mode) wrote since this one last read or wrote the task,
+// and then the append is refused for its head, at the cost of one
+// refused publish where reading first would have cost one read.
 func (s *Store) writeOnce(ctx context.Context, taskID string, build Build, copyOut, first bool) (*stewardv1.Task, error) {
 	e := s.cache.entry(taskID)
 	if err := e.hold(ctx); err != nil {
@@ -190,6 +195,8 @@ func (s *Store) UpdateFrom(ctx context.Context, t *stewardv1.Task, build Build) 
 		if after, ok := s.appendOn(ctx, e, t, history{set: ids, upTo: t.GetLastSequence()}, build); ok {
 			return after, nil
 		}
+		// The fold, which the entry has taken as far as t, is no nearer.
+		return s.writeLoop(ctx, taskID, build, true, false)
 	}
 	return s.Update(ctx, taskID, build)
 }
@@ -202,7 +209,7 @@ func (s *Store) appendOn(ctx context.Context, e *entry, t *stewardv1.Task, h His
 		return nil, false
 	}
 	head := eventlog.HeadOf(t)
-	rec, err := s.log.Append(ctx, head, ev)
+	rec, err := s.log.TryAppend(ctx, head, ev)
 	if err != nil || rec.Event != ev {
 		return nil, false
 	}
@@ -239,7 +246,7 @@ func (e *entry) appendOn(ctx context.Context, log *eventlog.Log, build Build) bo
 	if err != nil || ev == nil || e.history().Has(ev.EventId) || task.Check(e.task, ev) != nil {
 		return false
 	}
-	rec, err := log.Append(ctx, eventlog.HeadOf(e.task), ev)
+	rec, err := log.TryAppend(ctx, eventlog.HeadOf(e.task), ev)
 	if err != nil || rec.Event != ev {
 		return false
 	}

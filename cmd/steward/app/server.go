@@ -180,13 +180,12 @@ func (m *Server) Run(ctx context.Context) error {
 		return err
 	}
 	// dev is one process over its own embedded server: the only reader of
-	// its consumers and the only writer of its log, connected as its
-	// NATS's admin.
+	// its consumers, connected as its NATS's admin.
 	dev := m.Mode == "dev"
 	if m.tracing, err = m.tracer(ctx); err != nil {
 		return err
 	}
-	st, err := m.openStores(ctx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: dev, SoleWriter: dev, Writers: m.writers, Harden: dev, Plane: m.Plane, Tracing: m.traceProvider(), SharedKeys: m.ContentKeys.Shared()})
+	st, err := m.openStores(ctx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: dev, Writers: m.writers, Harden: dev, Plane: m.Plane, Tracing: m.traceProvider(), SharedKeys: m.ContentKeys.Shared()})
 	if err != nil {
 		return err
 	}
