@@ -83,6 +83,8 @@ func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stew
 // append refused because head is not the chain's last is ErrConflict at
 // once, without the read that tells Append's caller whether the event
 // was stored before, which the writer's next read shows (its history).
+// (A replicated stream checks the message id first: there a retry of an
+// event stored before returns that record, as Append does.)
 func (l *Log) TryAppend(ctx context.Context, head Head, ev *stewardv1.Event) (*stewardv1.EventRecord, error) {
 	rec, _, err := l.appendOn(ctx, head, ev)
 	if errors.Is(err, errWrongHead) {

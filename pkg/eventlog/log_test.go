@@ -125,8 +125,9 @@ func TestRetriedAppendIsStoredOnce(t *testing.T) {
 
 // TestATriedAppendLosesWithoutLooking: TryAppend on a head that is no
 // longer the chain's last is a conflict even for a retry of an event
-// stored before (which Append finds and returns), and stores nothing; on
-// the head, it stores as Append does.
+// stored before (which Append finds and returns; a single server checks
+// the head before the message id), and stores nothing; on the head, it
+// stores as Append does.
 func TestATriedAppendLosesWithoutLooking(t *testing.T) {
 	l, _ := stewardtest.OpenLog(t)
 	ctx := context.Background()

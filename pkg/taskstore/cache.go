@@ -29,6 +29,10 @@ type entry struct {
 	held chan struct{}
 	task *stewardv1.Task // nil until a first event is folded
 	ids  *idSet
+	// readFirst: the last read before a write found events another
+	// process wrote (replicas of a plane taking turns on a task), so the
+	// next write reads first too rather than try the fold as it is.
+	readFirst bool
 	// lent holds, in race-detector builds only, a copy of each part
 	// shared with a caller, handed out with a task or written in an
 	// event, and still the fold's (see copyOut, take).

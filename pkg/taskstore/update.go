@@ -108,7 +108,7 @@ func (s *Store) Update(ctx context.Context, taskID string, build Build) (*stewar
 }
 
 // writeLoop is Write and Update; foldFirst says whether its first try may
-// build on the fold as it is (not after UpdateFrom's own first try lost).
+// build on the fold as it is (not after UpdateFrom's own try on it lost).
 func (s *Store) writeLoop(ctx context.Context, taskID string, build Build, copyOut, foldFirst bool) (*stewardv1.Task, error) {
 	for attempt := range maxConflictRetries {
 		t, err := s.writeOnce(ctx, taskID, build, copyOut, foldFirst && attempt == 0)
@@ -127,8 +127,9 @@ func (s *Store) writeLoop(ctx context.Context, taskID string, build Build, copyO
 // the fold is likely current, it tries the write on the fold as it is,
 // without a read: a fold is behind only when another process (or plane,
 // in services mode) wrote since this one last read or wrote the task,
-// and then the append is refused for its head, at the cost of one
-// refused publish where reading first would have cost one read.
+// and then the append is refused for its head, and costs a publish on top
+// of the read. So a read that finds such events has the entry's next
+// write read first as well (readFirst), until a read finds none.
 func (s *Store) writeOnce(ctx context.Context, taskID string, build Build, copyOut, first bool) (*stewardv1.Task, error) {
 	e := s.cache.entry(taskID)
 	if err := e.hold(ctx); err != nil {
@@ -141,12 +142,14 @@ func (s *Store) writeOnce(ctx context.Context, taskID string, build Build, copyO
 		}
 		return nil
 	}
-	if first && e.task != nil && e.appendOn(ctx, s.log, build) {
+	if first && e.task != nil && !e.readFirst && e.appendOn(ctx, s.log, build) {
 		return after(), nil
 	}
+	at := e.task.GetLastSequence()
 	if err := e.catchUp(ctx, s, taskID); err != nil {
 		return nil, err
 	}
+	e.readFirst = e.task.GetLastSequence() != at
 	ev, err := build(e.task)
 	if err != nil || ev == nil {
 		return after(), err
@@ -189,14 +192,14 @@ func (s *Store) UpdateFrom(ctx context.Context, t *stewardv1.Task, build Build) 
 	if err := e.hold(ctx); err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "write task %s", taskID)
 	}
-	ids := e.ids
+	ids, at := e.ids, e.task.GetLastSequence()
 	e.release()
 	if ids.covers(t.GetLastSequence()) {
 		if after, ok := s.appendOn(ctx, e, t, history{set: ids, upTo: t.GetLastSequence()}, build); ok {
 			return after, nil
 		}
-		// The fold, which the entry has taken as far as t, is no nearer.
-		return s.writeLoop(ctx, taskID, build, true, false)
+		// The entry's fold is worth a try only if it was further than t.
+		return s.writeLoop(ctx, taskID, build, true, at > t.GetLastSequence())
 	}
 	return s.Update(ctx, taskID, build)
 }
