@@ -132,7 +132,9 @@ func (l *Log) appendOn(ctx context.Context, head Head, ev *stewardv1.Event) (*st
 		rec, err := l.duplicateOf(ctx, ev, ack.Sequence)
 		return rec, chain, err
 	case err == nil:
-		return &stewardv1.EventRecord{Sequence: ack.Sequence, Event: ev}, chain, nil
+		rec := &stewardv1.EventRecord{Sequence: ack.Sequence, Event: ev}
+		l.recent.put(subject, rec)
+		return rec, chain, nil
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrWrongLastSequence || apiErr.ErrorCode == jsErrWrongLastSequenceConstant):
 		return nil, chain, errWrongHead
 	case errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrDuplicateInProcess:

@@ -19,9 +19,10 @@ import (
 )
 
 // Handler reacts to one event. Returning nil acknowledges the event;
-// returning an error asks for redelivery after a backoff (errs.Later: after
-// the time it names), so a handler must be idempotent: seeing the same
-// event twice appends nothing twice.
+// returning an error asks for redelivery after a backoff (errs.Later:
+// after the time it names), so a handler must be idempotent: seeing the
+// same event twice appends nothing twice. It must not change rec, which
+// its writer and other readers in this process share (recent.go).
 type Handler func(ctx context.Context, rec *stewardv1.EventRecord) error
 
 // Reaction is a handler of the events of one type: see On and OnRecord.
@@ -64,12 +65,12 @@ type Subscription interface{ Stop() }
 
 // React runs a durable consumer named name over the task events of the
 // types r has handlers for — its filter is one subject per type, so the
-// server sends nothing else — and hands each event to its handler. The consumer survives
-// restarts: a plane picks up where it left off. An event that cannot be
-// decoded or fails its hash check is set aside on the dead-letter stream and
-// acknowledged, so it never blocks the consumer. So is an event whose
-// handler fails for good (invalid, not found, failed precondition, corrupt:
-// see Permanent); any other failure is retried with backoff.
+// server sends nothing else — and hands each event to its handler. The
+// consumer survives restarts: a plane picks up where it left off. An
+// event that cannot be decoded or fails its hash check is set aside on the
+// dead-letter stream and acknowledged, so it never blocks the consumer. So
+// is an event whose handler fails for good (invalid, not found, failed
+// precondition, corrupt: see Permanent); any other is retried with backoff.
 //
 // Several reactions to one type run in the order given; the first to fail
 // stops the rest, and the event comes again for all of them (each is
@@ -149,7 +150,7 @@ func (l *Log) react(ctx context.Context, name string, how reacting, reactions []
 		// Route by the hashed type inside the event, never by the
 		// unhashed header, so that no one can steer or hide an event by
 		// relabelling it.
-		ev, err := l.decode(msg.Subject(), msg.Data())
+		rec, err := l.open(meta.Sequence.Stream, msg.Subject(), msg.Data())
 		if errors.Is(err, event.ErrUnknownType) {
 			// A newer build's type, which this consumer's filter holds
 			// for a newer replica (keepNewer): left for it, not handled.
@@ -161,8 +162,7 @@ func (l *Log) react(ctx context.Context, name string, how reacting, reactions []
 			setAside(err)
 			return
 		}
-		l.deliver(ctx, delivery{name: name, handlers: r[ev.Type], msg: msg, attempt: meta.NumDelivered, log: log,
-			rec: &stewardv1.EventRecord{Sequence: meta.Sequence.Stream, Event: ev}, permanent: setAside})
+		l.deliver(ctx, delivery{name: name, handlers: r[rec.Event.Type], msg: msg, attempt: meta.NumDelivered, log: log, rec: rec, permanent: setAside})
 	}
 	ls := newLanes(reactionLanes, l.chainOf, handle)
 	sub := &laneSubscription{pull: startPull(cons, ls.route, l.cfg.SoleConsumer, log), lanes: ls}

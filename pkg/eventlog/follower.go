@@ -123,10 +123,12 @@ func (f *follower) deliveredAll(ctx context.Context) error {
 	return nil
 }
 
-// hand decodes one followed event and hands it to fn; one that cannot
-// be decoded is set aside and reported to bad, if set.
+// hand decodes one followed event and hands it to fn (open: the record
+// is shared, read-only); one that cannot be decoded is set aside and
+// reported to bad, if set.
 func (l *Log) hand(ctx context.Context, subject string, seq uint64, data []byte, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
-	ev, err := l.decode(subject, data)
+	rec, err := l.open(seq, subject, data)
+	ev := rec.Event
 	if errors.Is(err, event.ErrUnknownType) {
 		// A newer build's: nothing to set aside. The reader goes past it,
 		// and a newer reader, which folds anew (a snapshot of another
@@ -146,7 +148,7 @@ func (l *Log) hand(ctx context.Context, subject string, seq uint64, data []byte,
 		}
 		return nil
 	}
-	return fn(&stewardv1.EventRecord{Sequence: seq, Event: ev})
+	return fn(rec)
 }
 
 // followConsumer makes a follow's consumer: in memory, on one replica,

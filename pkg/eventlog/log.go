@@ -145,6 +145,9 @@ type Log struct {
 	replicated bool
 	// lasts shares the lookups of the last event on a filter (shared.go).
 	lasts sharedLookups
+	// recent is the events this process wrote or opened last, decoded,
+	// for its other readers (recent.go).
+	recent recentEvents
 }
 
 // Open makes sure the event and dead-letter streams exist and returns the

@@ -206,9 +206,9 @@ func (l *Log) EachAfter(ctx context.Context, taskID string, after uint64, fn fun
 }
 
 // record decodes the event stored at seq on subject and checks it against
-// its own hash and subject.
+// its own hash and subject (open: the record is shared, read-only).
 func (l *Log) record(seq uint64, subject string, data []byte) (*stewardv1.EventRecord, error) {
-	ev, err := l.decode(subject, data)
+	rec, err := l.open(seq, subject, data)
 	if errors.Is(err, event.ErrUnknownType) {
 		// Not corrupt: a newer build's, which a newer plane reads; a
 		// reaction reading it waits for one (Unavailable redelivers).
@@ -217,7 +217,7 @@ func (l *Log) record(seq uint64, subject string, data []byte) (*stewardv1.EventR
 	if err != nil {
 		return nil, errs.Wrap(errs.Corrupt, err, "%s: event %d", subject, seq)
 	}
-	return &stewardv1.EventRecord{Sequence: seq, Event: ev}, nil
+	return rec, nil
 }
 
 // LastSequence returns the stream sequence of taskID's last event, or 0

@@ -105,10 +105,10 @@ func (e *entry) catchUp(ctx context.Context, s *Store, taskID string) error {
 // (services mode). Else, and when the fold refuses what it got, catchUp.
 func (e *entry) reach(ctx context.Context, s *Store, taskID string, seq uint64) error {
 	if rec := eventlog.Handled(ctx, taskID, seq); rec != nil && e.task != nil {
-		// A copy: the fold keeps parts of its events, and the event is the
-		// reaction's too.
-		own := &stewardv1.EventRecord{Sequence: rec.Sequence, Event: proto.CloneOf(rec.Event)}
-		recs, err := s.log.ReadUpTo(ctx, taskID, eventlog.HeadOf(e.task), own)
+		// Not a copy: the fold keeps parts of its events and changes none,
+		// and the event is shared read-only with its other readers
+		// (eventlog.Handler).
+		recs, err := s.log.ReadUpTo(ctx, taskID, eventlog.HeadOf(e.task), rec)
 		if err != nil {
 			return err
 		}
