@@ -64,7 +64,10 @@ func (l *Log) Fits(ctx context.Context, ev *stewardv1.Event) error {
 // Append seals ev onto head (setting ev.PrevHash and ev.Hash) and stores it,
 // provided the task's last sequence is still head.Sequence. It returns the
 // stored record. If an event with the same id is already stored — a retried
-// append — it returns that record instead of storing a second one.
+// append — it returns that record instead of storing a second one. Once
+// stored, ev and every message it holds are the log's, shared with the
+// process's readers: the caller must not change them (a request's part
+// an event holds included).
 func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stewardv1.EventRecord, error) {
 	rec, chain, err := l.appendOn(ctx, head, ev)
 	if errors.Is(err, errWrongHead) {
@@ -133,7 +136,7 @@ func (l *Log) appendOn(ctx context.Context, head Head, ev *stewardv1.Event) (*st
 		return rec, chain, err
 	case err == nil:
 		rec := &stewardv1.EventRecord{Sequence: ack.Sequence, Event: ev}
-		l.recent.put(subject, rec)
+		l.recent.put(subject, len(data), rec)
 		return rec, chain, nil
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrWrongLastSequence || apiErr.ErrorCode == jsErrWrongLastSequenceConstant):
 		return nil, chain, errWrongHead

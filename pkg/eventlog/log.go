@@ -3,6 +3,13 @@
 // task's last sequence, deterministic message ids, and a hash chain per task
 // (see pkg/event). It also runs the consumers that planes react through.
 //
+// Events are shared, not copied: an event handed to Append is the log's
+// from then on, and the records reactions, follows (Follow, KeepReading)
+// and reads of what is new (ReadAfter, EachAfter, ReadUpTo, Read*After)
+// hand out are shared by every reader in the process and its writer
+// (recent.go). Neither may be changed; race builds check. Read and the
+// other whole-chain reads decode copies of their own.
+//
 // A *Log is safe for concurrent use.
 package eventlog
 

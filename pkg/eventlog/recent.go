@@ -16,6 +16,12 @@ import (
 // plane's projection within a few hundred events of its append.
 const recentSize = 512
 
+// recentMaxBytes is the largest event, sealed, the ring keeps: a few
+// times the size of a governed action's events, so that 512 large events
+// (a plan, a fork's state, up to the server's payload limit) are never
+// held for their readers' sake.
+const recentMaxBytes = 16 << 10
+
 // recentEvents keeps the events this process wrote or opened last,
 // decoded, by stream sequence, so that its other readers of one event
 // (steward dev runs every plane's reactions and the projection over one
@@ -35,14 +41,18 @@ type recentEvents struct {
 type recentEvent struct {
 	subject string
 	rec     *stewardv1.EventRecord
-	kept    *stewardv1.Event // race-detector builds: a copy, to compare with
+	kept    *stewardv1.EventRecord // race-detector builds: a copy, to compare with
 }
 
-// put keeps rec, stored on subject.
-func (r *recentEvents) put(subject string, rec *stewardv1.EventRecord) {
+// put keeps rec, stored on subject in size bytes, unless it is larger than
+// recentMaxBytes.
+func (r *recentEvents) put(subject string, size int, rec *stewardv1.EventRecord) {
+	if size > recentMaxBytes {
+		return
+	}
 	e := recentEvent{subject: subject, rec: rec}
 	if raceguard.On {
-		e.kept = proto.CloneOf(rec.Event)
+		e.kept = proto.CloneOf(rec)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -67,7 +77,7 @@ func (r *recentEvents) get(seq uint64, subject string) (*stewardv1.EventRecord, 
 	if !ok || e.subject != subject {
 		return nil, false
 	}
-	if raceguard.On && !proto.Equal(e.rec.Event, e.kept) {
+	if raceguard.On && !proto.Equal(e.rec, e.kept) {
 		panic(fmt.Sprintf("eventlog: event %d (%s), shared by this process's readers, was changed by one: copy it before changing it", seq, e.rec.Event.GetType()))
 	}
 	return e.rec, true
@@ -85,6 +95,6 @@ func (l *Log) open(seq uint64, subject string, data []byte) (*stewardv1.EventRec
 		return &stewardv1.EventRecord{Sequence: seq, Event: ev}, err
 	}
 	rec := &stewardv1.EventRecord{Sequence: seq, Event: ev}
-	l.recent.put(subject, rec)
+	l.recent.put(subject, len(data), rec)
 	return rec, nil
 }

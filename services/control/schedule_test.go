@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -320,8 +321,10 @@ func TestCreateScheduleChecks(t *testing.T) {
 	if err != nil || created || b.ScheduleId != a.ScheduleId {
 		t.Fatalf("the same request again: %v, %v, %v", b.GetScheduleId(), created, err)
 	}
-	req.Overlap.Policy = stewardv1.OverlapPolicy_OVERLAP_POLICY_CANCEL_PREVIOUS
-	if _, _, err := r.ctl.CreateSchedule(acme, "alice", req); !errs.Is(err, errs.AlreadyExists) {
+	// A copy: the first request's parts are the log's now (eventlog.Append).
+	other := proto.CloneOf(req)
+	other.Overlap.Policy = stewardv1.OverlapPolicy_OVERLAP_POLICY_CANCEL_PREVIOUS
+	if _, _, err := r.ctl.CreateSchedule(acme, "alice", other); !errs.Is(err, errs.AlreadyExists) {
 		t.Fatalf("the request id for another schedule: %v", err)
 	}
 	if _, _, err := r.ctl.CreateTask(acme, "alice", validRequest("daily-news")); !errs.Is(err, errs.AlreadyExists) {
