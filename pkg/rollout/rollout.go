@@ -35,9 +35,11 @@ func CheckSpec(s *stewardv1.RolloutSpec) error {
 		return errs.Field("spec.steps", "want 1 to %d shares in percent, the last 100", MaxSteps)
 	case s.MinTasks == 0:
 		return errs.Field("spec.min_tasks", "must be at least 1: a step is judged on the candidate tasks that ended")
-	case s.MaxFailureRate < 0 || s.MaxFailureRate > 1:
+	// Written so that NaN, which no comparison holds for, is out of range
+	// too: a NaN threshold would never be passed.
+	case !(s.MaxFailureRate >= 0 && s.MaxFailureRate <= 1):
 		return errs.Field("spec.max_failure_rate", "must be between 0 and 1")
-	case s.MinAcceptedRate < 0 || s.MinAcceptedRate > 1:
+	case !(s.MinAcceptedRate >= 0 && s.MinAcceptedRate <= 1):
 		return errs.Field("spec.min_accepted_rate", "must be between 0 and 1")
 	}
 	for i, share := range s.Steps {

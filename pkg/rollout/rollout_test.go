@@ -3,6 +3,7 @@ package rollout_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -58,6 +59,8 @@ func TestCheckSpecNamesTheField(t *testing.T) {
 		{"spec.min_tasks", func(s *stewardv1.RolloutSpec) { s.MinTasks = 0 }},
 		{"spec.max_failure_rate", func(s *stewardv1.RolloutSpec) { s.MaxFailureRate = 1.5 }},
 		{"spec.min_accepted_rate", func(s *stewardv1.RolloutSpec) { s.MinAcceptedRate = -1 }},
+		{"spec.max_failure_rate", func(s *stewardv1.RolloutSpec) { s.MaxFailureRate = math.NaN() }},
+		{"spec.min_accepted_rate", func(s *stewardv1.RolloutSpec) { s.MinAcceptedRate = math.NaN() }},
 	} {
 		s := spec()
 		tc.edit(s)
