@@ -90,7 +90,7 @@ func delegateTo(t *testing.T, a authed, parent, delegate, requestID string, k *s
 		t.Fatalf("delegate %s: %v", requestID, err)
 	}
 	id := resp.Msg.Task.Contract.TaskId
-	waitStatus(t, a.clients, id, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	waitStarted(t, a.clients, id) // its credential too: the delegate acts as it next
 	return id
 }
 
