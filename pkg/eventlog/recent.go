@@ -85,16 +85,16 @@ func (r *recentEvents) get(seq uint64, subject string) (*stewardv1.EventRecord, 
 
 // open decodes the event stored at seq on subject and checks it against
 // its own hash and subject, or takes it from those this process wrote or
-// opened last; the record is shared (recentEvents).
+// opened last; the record is shared (recentEvents). On an error the
+// record holds what decode returned (a newer build's event's envelope).
 func (l *Log) open(seq uint64, subject string, data []byte) (*stewardv1.EventRecord, error) {
 	if rec, ok := l.recent.get(seq, subject); ok {
 		return rec, nil
 	}
 	ev, err := l.decode(subject, data)
-	if err != nil {
-		return &stewardv1.EventRecord{Sequence: seq, Event: ev}, err
-	}
 	rec := &stewardv1.EventRecord{Sequence: seq, Event: ev}
-	l.recent.put(subject, len(data), rec)
-	return rec, nil
+	if err == nil {
+		l.recent.put(subject, len(data), rec)
+	}
+	return rec, err
 }
