@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/sdk/go/steward"
 )
 
@@ -114,10 +115,14 @@ func inputSnapshot(input json.RawMessage) *stewardv1.InputSnapshot {
 	return &stewardv1.InputSnapshot{Version: "sha256:" + hex.EncodeToString(sum[:])}
 }
 
-// started waits for the task to leave pending (its credential issued).
+// started waits for the task to leave pending and hold its credential:
+// the control plane starts a task and governance issues its credential in
+// two reactions to its creation, in either order, and a plan is refused
+// until the credential is there. A task that ends first is the run's to
+// report.
 func (r *Runner) started(ctx context.Context, id string) error {
 	return r.until(ctx, id, func(t *stewardv1.Task) bool {
-		return t.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING
+		return t.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING && t.Credential != nil || task.Terminal(t.Status)
 	})
 }
 
