@@ -68,6 +68,10 @@ var perProcess = []string{"services-r3", "services-procs", "services-gateway"}
 // before it lack.
 var needSync = []string{"dev-allow-sync"}
 
+// isPart reports whether a is one of the parts arms (parts.go), which
+// builds before them lack.
+func isPart(a arm) bool { return strings.HasPrefix(a.id, "part-") }
+
 var arms = []arm{
 	{"floor", "(a) bare JetStream: 5 appends, 4 hops through durable consumers",
 		"JetStream file store: acknowledged once in the OS page cache; fsync every 2 min (sync_interval default)", runFloor},
@@ -97,6 +101,12 @@ var arms = []arm{
 		"PostgreSQL: fsync (WAL flush) at every commit", runDBOSStep},
 	{"dbos-step10-async", "(e2a) as (e2), synchronous_commit=off",
 		"PostgreSQL, synchronous_commit=off: acknowledged before the WAL flush, flushed within 3× wal_writer_delay (600 ms)", runDBOSStepAsync},
+	{"part-rpc", "(p1) a part of (b1) alone: its Connect call, answered at once",
+		"none: nothing stored", runPartRPC},
+	{"part-log", "(p2) a part of (b1) alone: the fewest JetStream messages its action sends (20; (a) sends 18)",
+		"JetStream file store (as (a)): page cache, fsync every 2 min", runPartLog},
+	{"part-judge", "(p3) a part of (b1) alone: OPA's allow-all evaluation and the permit's Ed25519 signature",
+		"none: nothing stored", runPartJudge},
 	{"restate-call1", "(r1) Restate: one-step handler, called through the ingress",
 		restateDurability, runRestateCall},
 	{"restate-step10", "(r2) Restate: one step of a ten-step handler",
@@ -116,10 +126,10 @@ func main() {
 	flag.StringVar(&rs.admin, "restate-admin", "", "Restate admin API URL (child arms)")
 	flag.IntVar(&rs.pid, "restate-pid", 0, "Restate server pid (child arms)")
 	cpuProfile := flag.String("cpuprofile", "", "with -arm: write the arm's CPU profile to this file")
-	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-allow-1rt,dev-allow-traced,dev-allow-sync,dev-default,services,services-r3,services-procs,services-gateway,dbos-wf1,dbos-wf1-async,dbos-step10,dbos-step10-async,restate-call1,restate-step10)")
+	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-allow-1rt,dev-allow-traced,dev-allow-sync,dev-default,services,services-r3,services-procs,services-gateway,dbos-wf1,dbos-wf1-async,dbos-step10,dbos-step10-async,part-rpc,part-log,part-judge,restate-call1,restate-step10)")
 	outDir := flag.String("out", ".", "directory for results.md and results.png")
 	doc := flag.String("doc", "../docs/performance.md", "Markdown file whose marked block to rewrite; empty for none")
-	base := flag.String("base", "", "a git `REV` to compare with: its arms run beside this build's, round by round, and a comparison is printed instead of writing the reports (default arms: all but DBOS's, Restate's, those that run each process apart: services-r3, services-procs, services-gateway, and dev-allow-sync)")
+	base := flag.String("base", "", "a git `REV` to compare with: its arms run beside this build's, round by round, and a comparison is printed instead of writing the reports (default arms: all but DBOS's, Restate's, the parts', those that run each process apart: services-r3, services-procs, services-gateway, and dev-allow-sync)")
 	memory := flag.Int("memory", 0, "instead of the arms: measure each plane's resident memory with `N` running tasks (arm (g)'s layout) and print a table")
 	flag.Parse()
 	if *memory > 0 {
@@ -150,7 +160,7 @@ func main() {
 		// process apart or need --sync (builds before them lack them):
 		// -arms names them.
 		selected = slices.DeleteFunc(slices.Clone(arms), func(a arm) bool {
-			return strings.HasPrefix(a.id, "dbos") || isRestate(a) || slices.Contains(perProcess, a.id) || slices.Contains(needSync, a.id)
+			return strings.HasPrefix(a.id, "dbos") || isRestate(a) || isPart(a) || slices.Contains(perProcess, a.id) || slices.Contains(needSync, a.id)
 		})
 	}
 	if *only != "" {
