@@ -154,12 +154,14 @@ or the Restate server's proportional set size at the end of the arm is given bes
   cleartext, registered with the admin API; a handler of one `+"`restate.Run`"+` step called through the ingress, request and
   response (HTTP/1.1), latency until the response is back.
 - (r2) the same, one step of a ten-step handler, measured as (e2).
-- (p1)–(p3) the parts of a (b1) action that (a) does not do, each alone with no Steward logic around it: (p1) its
-  Connect call (`+"`ProposeAction`"+` with wait, HTTP/1.1 on loopback, a bearer token), answered at once; (p2) the fewest
-  JetStream messages it sends, on (a)'s server: five appends (four events, conditional and carrying their ids, and the
-  policy input), a delivery and its acknowledgement to each of the three planes that act on an event, and the four
-  events to the projection's follower, 20 messages where (a) sends 18; (p3) OPA's allow-all evaluation of an input of
-  (b1)'s size and the permit's Ed25519 signature. What they cost together bounds (b1)'s CPU per action from below.
+- (p1)–(p3) parts of a (b1) action under Steward's design as it stands, each alone with no Steward logic around it:
+  (p1) its Connect call (`+"`ProposeAction`"+` with wait, HTTP/1.1 on loopback, a bearer token), answered at once with an
+  action of (b1)'s answer's size; (p2) the JetStream messages the design needs, on (a)'s server: five appends (four
+  events, conditional and carrying their ids, and the policy input), the delivery and acknowledgement of each event a
+  plane reacts to by deciding what comes next (three), and the four events to the projection's follower: 20 messages,
+  where (a) sends 18 and (b1) about 29; (p3) the allow-all policy evaluated by OPA and the permit's Ed25519 signature.
+  (p2) does (a)'s kind of work, so the parts' sum stands in for (a), not beside it; it leaves out more that (b1) must do
+  (hashing the action, the policy input, authentication, task creation) and so errs low.
 
 Durability differs between the arms and the ratios should be read with it: see Equal durability at the end. Restate's
 log-server syncs its RocksDB WAL at every write batch before it acknowledges the appends in it (its partition store is
