@@ -86,9 +86,11 @@ func (s *Server) SyncsAlways() bool {
 }
 
 // Connect returns a client connection to the server that bypasses the
-// network stack.
+// network stack. Its writes take no deadline: the other end of the pipe is
+// this process's own server, which a deadline cannot hurry, and setting
+// one costs a timer on every write.
 func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
-	opts = append([]nats.Option{nats.InProcessServer(s.ns), nats.Name("steward")}, opts...)
+	opts = append([]nats.Option{nats.InProcessServer(s.ns), nats.Name("steward"), nats.FlusherTimeout(0)}, opts...)
 	return nats.Connect("", opts...)
 }
 
