@@ -154,14 +154,7 @@ or the Restate server's proportional set size at the end of the arm is given bes
   cleartext, registered with the admin API; a handler of one `+"`restate.Run`"+` step called through the ingress, request and
   response (HTTP/1.1), latency until the response is back.
 - (r2) the same, one step of a ten-step handler, measured as (e2).
-- (p1)–(p3) parts of a (b1) action under Steward's design as it stands, each alone with no Steward logic around it:
-  (p1) its Connect call (`+"`ProposeAction`"+` with wait, HTTP/1.1 on loopback, a bearer token), answered at once with an
-  action of (b1)'s answer's size; (p2) the JetStream messages the design needs, on (a)'s server: five appends (four
-  events, conditional and carrying their ids, and the policy input), the delivery and acknowledgement of each event a
-  plane reacts to by deciding what comes next (three), and the four events to the projection's follower: 20 messages,
-  where (a) sends 18 and (b1) about 29; (p3) the allow-all policy evaluated by OPA and the permit's Ed25519 signature.
-  (p2) does (a)'s kind of work, so the parts' sum stands in for (a), not beside it; it leaves out more that (b1) must do
-  (hashing the action, the policy input, authentication, task creation) and so errs low.
+%s
 
 Durability differs between the arms and the ratios should be read with it: see Equal durability at the end. Restate's
 log-server syncs its RocksDB WAL at every write batch before it acknowledges the appends in it (its partition store is
@@ -175,7 +168,7 @@ Per round:
 
 | round | arm | p50 ms | p99 ms | /s | CPU ms | RSS MB | load average at start |
 | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |
-`, warmup, r.o.latencyN, r.o.throughputN, actionsPerTask, restateVersion)
+`, warmup, r.o.latencyN, r.o.throughputN, actionsPerTask, restateVersion, partsArms)
 	for i := range r.rounds {
 		for _, a := range r.arms {
 			if res := r.results[a.id]; i < len(res) {
@@ -195,6 +188,16 @@ Per round:
 	b.WriteString("\n" + r.durabilitySection())
 	return b.String()
 }
+
+// partsArms describes arms (p1)–(p3) (parts.go) in results.md.
+const partsArms = `- (p1)–(p3) parts of a (b1) action under Steward's design as it stands, each alone with no Steward logic around it:
+  (p1) its Connect call (` + "`ProposeAction`" + ` with wait, HTTP/1.1 on loopback, a bearer token), answered at once with an
+  action of (b1)'s answer's size; (p2) the JetStream messages the design needs, on (a)'s server: five appends (four
+  events, conditional and carrying their ids, and the policy input), the delivery and acknowledgement of each event a
+  plane reacts to by deciding what comes next (three), and the four events to the projection's follower: 20 messages,
+  where (a) sends 18 and (b1) about 29; (p3) the allow-all policy evaluated by OPA and the permit's Ed25519 signature.
+  (p2) does (a)'s kind of work, so the parts' sum stands in for (a), not beside it; it leaves out more that (b1) must do
+  (hashing the action, the policy input, authentication, task creation) and so errs low.`
 
 func orNone(s string) string {
 	if s == "" {
