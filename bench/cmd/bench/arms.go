@@ -9,13 +9,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/steward-run/steward/cmd/steward/app"
@@ -24,109 +21,6 @@ import (
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
 )
-
-// embeddedJetStream starts an embedded NATS server, its store in a new
-// temporary directory named from prefix, as `steward dev` does, and
-// connects to it; done stops it and removes the directory.
-func embeddedJetStream(prefix string) (jetstream.JetStream, func(), error) {
-	dir, err := os.MkdirTemp("", prefix)
-	if err != nil {
-		return nil, nil, err
-	}
-	bus, err := embedded.Start(embedded.Config{StoreDir: dir})
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, err
-	}
-	stop := func() { bus.Shutdown(); os.RemoveAll(dir) }
-	nc, err := bus.Connect()
-	if err != nil {
-		stop()
-		return nil, nil, err
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		stop()
-		return nil, nil, err
-	}
-	return js, func() { nc.Close(); stop() }, nil
-}
-
-// runFloor is arm (a): what a four-plane pipeline costs on JetStream with
-// nothing of Steward's: the client appends, and four durable consumers
-// each receive the previous append and append the next. The action is
-// done when the fifth append is acknowledged.
-func runFloor(o opts) (Result, error) {
-	js, done, err := embeddedJetStream("bench-floor-")
-	if err != nil {
-		return Result{}, err
-	}
-	defer done()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "HOP", Subjects: []string{"hop.>"}, Storage: jetstream.FileStorage}); err != nil {
-		return Result{}, err
-	}
-	var waiting sync.Map // flow -> chan struct{}
-	for k := 1; k <= 4; k++ {
-		c, err := js.CreateOrUpdateConsumer(ctx, "HOP", jetstream.ConsumerConfig{
-			Durable: fmt.Sprint("hop", k), FilterSubject: fmt.Sprintf("hop.%d.>", k-1), AckPolicy: jetstream.AckExplicitPolicy,
-		})
-		if err != nil {
-			return Result{}, err
-		}
-		cc, err := c.Consume(func(m jetstream.Msg) {
-			// Each message on its own goroutine, as Steward's planes work
-			// on different tasks in parallel lanes.
-			go func() {
-				flow := strings.SplitN(m.Subject(), ".", 3)[2]
-				if _, err := js.Publish(ctx, fmt.Sprintf("hop.%d.%s", k, flow), m.Data()); err != nil {
-					_ = m.Nak()
-					return
-				}
-				_ = m.Ack()
-				if k == 4 {
-					if ch, ok := waiting.LoadAndDelete(flow); ok {
-						close(ch.(chan struct{}))
-					}
-				}
-			}()
-		})
-		if err != nil {
-			return Result{}, err
-		}
-		defer cc.Stop()
-	}
-	payload := make([]byte, 512) // about the size of a sealed Steward event
-	one := flowActions(&waiting, func(flow string) error {
-		_, err := js.Publish(ctx, "hop.0."+flow, payload)
-		return err
-	})
-	return phases(o.latencyN, o.throughputN, one, nil)
-}
-
-// flowActions is phases' action for a pipeline of reactions to messages:
-// begin starts a new flow, and its last reaction closes the channel
-// stored under the flow's name in waiting.
-func flowActions(waiting *sync.Map, begin func(flow string) error) func(int) ([]time.Duration, int, error) {
-	var seq atomic.Int64
-	return func(int) ([]time.Duration, int, error) {
-		flow := fmt.Sprint("f", seq.Add(1))
-		ch := make(chan struct{})
-		waiting.Store(flow, ch)
-		start := time.Now()
-		if err := begin(flow); err != nil {
-			return nil, 0, err
-		}
-		select {
-		case <-ch:
-		case <-time.After(30 * time.Second):
-			return nil, 0, fmt.Errorf("flow %s did not finish in 30s", flow)
-		}
-		return []time.Duration{time.Since(start)}, 1, nil
-	}
-}
 
 const allowAll = "package steward.policy\n\ndecision := {\"decision\": \"allow\", \"reasons\": [\"benchmark: allow all\"]}\n"
 

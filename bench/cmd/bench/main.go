@@ -103,7 +103,7 @@ var arms = []arm{
 		"PostgreSQL, synchronous_commit=off: acknowledged before the WAL flush, flushed within 3× wal_writer_delay (600 ms)", runDBOSStepAsync},
 	{"part-rpc", "(p1) a part of (b1) alone: its Connect call, answered at once",
 		"none: nothing stored", runPartRPC},
-	{"part-log", "(p2) a part of (b1) alone: the fewest JetStream messages its action sends (20; (a) sends 18)",
+	{"part-log", "(p2) a part of (b1) alone: the JetStream messages its design needs (20; (a) sends 18)",
 		"JetStream file store (as (a)): page cache, fsync every 2 min", runPartLog},
 	{"part-judge", "(p3) a part of (b1) alone: OPA's allow-all evaluation and the permit's Ed25519 signature",
 		"none: nothing stored", runPartJudge},

@@ -175,24 +175,12 @@ func (l *partLog) start() (stop func(), err error) {
 		}
 	}
 	react := func(name, kind string, fn func(flow string, seq uint64) error) error {
-		c, err := l.js.CreateOrUpdateConsumer(l.ctx, "PART", jetstream.ConsumerConfig{
-			Durable: name, FilterSubject: "part.*." + kind, AckPolicy: jetstream.AckExplicitPolicy,
-		})
-		if err != nil {
-			return err
-		}
-		cc, err := c.Consume(func(m jetstream.Msg) {
-			go func() {
-				meta, err := m.Metadata()
-				if err == nil {
-					err = fn(strings.Split(m.Subject(), ".")[1], meta.Sequence.Stream)
-				}
-				if err != nil {
-					_ = m.Nak()
-					return
-				}
-				_ = m.Ack()
-			}()
+		cc, err := reactEach(l.ctx, l.js, "PART", name, "part.*."+kind, func(m jetstream.Msg) error {
+			meta, err := m.Metadata()
+			if err != nil {
+				return err
+			}
+			return fn(strings.Split(m.Subject(), ".")[1], meta.Sequence.Stream)
 		})
 		if err != nil {
 			return err
