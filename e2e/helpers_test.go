@@ -379,8 +379,10 @@ func (p *proc) waitServing(tb testing.TB, serving <-chan string) {
 // restarted into a cluster that is electing a stream leader waits for
 // the election before it serves: 20 s was once too short for that on a
 // loaded machine (TestClusterFaults), and a longer bound costs nothing
-// when the binary is quick.
-const serveWait = time.Minute
+// when the binary is quick. It is longer than the binary's own bound on
+// opening its stores (storesWait in cmd/steward/app), so that a start
+// that gives up says why before the test does.
+const serveWait = 150 * time.Second
 
 // kill sends SIGKILL: no shutdown code runs.
 func (p *proc) kill() {

@@ -13,9 +13,11 @@ import (
 
 // storesAttempt bounds one attempt to open the stores, and storesWait all
 // of them: a start gives JetStream this long to answer before it fails.
+// A three-node cluster creating every plane's streams at once, on a
+// machine busy with other work, took over a minute in CI (TestClusterGateway).
 const (
 	storesAttempt = 10 * time.Second
-	storesWait    = time.Minute
+	storesWait    = 2 * time.Minute
 )
 
 // openStores opens the stores, asking again while JetStream has not
