@@ -23,7 +23,9 @@ const upgradeFrom = "3fa2337409750b6782135bbe30c3ae6c243651c4"
 
 // upgradeOrder is the order the planes are upgraded in, one at a time and
 // replica by replica: the readers of the log before its writers, as
-// docs/compatibility.md advises, though any order must hold.
+// docs/compatibility.md advises. A plane that reacts to a type added since
+// the last release comes before the plane that writes it
+// (TestNewTypesAreReactedToBeforeTheyAreWritten).
 var upgradeOrder = []string{"state", "governance", "execution", "control"}
 
 // TestRollingUpgrade is a rolling deploy under load: every plane of the
