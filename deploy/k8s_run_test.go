@@ -469,8 +469,8 @@ func (c *cluster) start(t *testing.T, bin, name string, secrets map[string]map[s
 
 // maxRestarts bounds the restarts the kubelet's emulation allows a
 // container before its readiness: a plane that cannot reach what it needs
-// at start (JetStream still electing leaders on a new cluster) exits, and
-// the kubelet starts it again, as here.
+// at start (JetStream still electing leaders on a new cluster) within its
+// bound exits, and the kubelet starts it again, as here.
 const maxRestarts = 2
 
 // supervise runs the container's process and restarts it when it exits,
@@ -528,13 +528,18 @@ func (r *containerRun) checkReady(t *testing.T) {
 		return fmt.Sprintf("http://127.0.0.1:%d%s", r.cluster.ports[r.pod][port], path)
 	}
 	probe := func(p *corev1.Probe) string { return url(containerPort(r.c, p.HTTPGet.Port), p.HTTPGet.Path) }
-	stewardtest.Eventually(t, 90*time.Second, func() (bool, string) {
+	// Longer than a plane waits for JetStream at start (storesWait in
+	// cmd/steward/app, 2 minutes), so that one that gives up exits first.
+	stewardtest.Eventually(t, 150*time.Second, func() (bool, string) {
 		select {
 		case <-r.exited:
 			t.Fatalf("%s exited %d times before it was ready:\n%s", r.pod, r.restarts, r.out.String())
 		default:
 		}
-		return httpStatus(probe(r.c.ReadinessProbe)) == 200, "readiness " + probe(r.c.ReadinessProbe)
+		if httpStatus(probe(r.c.ReadinessProbe)) == 200 {
+			return true, ""
+		}
+		return false, "readiness " + probe(r.c.ReadinessProbe) + "; " + r.pod + " said:\n" + r.out.String()
 	})
 	if got := httpStatus(probe(r.c.LivenessProbe)); got != 200 {
 		t.Errorf("liveness %s: %d", probe(r.c.LivenessProbe), got)

@@ -12,7 +12,8 @@ import (
 )
 
 // storesAttempt bounds one attempt to open the stores, and storesWait all
-// of them: a start gives JetStream this long to answer before it fails.
+// of them: a start gives JetStream this long to answer before it fails
+// (and a second more, the pause before its last attempt).
 // A three-node cluster creating every plane's streams at once, on a
 // machine busy with other work, took over a minute in CI (TestClusterGateway).
 const (
@@ -30,7 +31,7 @@ const (
 func (m *Server) openStores(ctx context.Context, js jetstream.JetStream, cfg stores.Config) (*stores.Set, error) {
 	deadline := time.Now().Add(storesWait)
 	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, storesAttempt)
+		actx, cancel := context.WithTimeout(ctx, min(storesAttempt, time.Until(deadline)))
 		st, err := stores.Open(actx, js, cfg)
 		cancel()
 		// A refused publish reaches the client only as an asynchronous
