@@ -12,13 +12,14 @@ import (
 )
 
 // storesAttempt bounds one attempt to open the stores, and storesWait all
-// of them: a start gives JetStream this long to answer before it fails
-// (and a second more, the pause before its last attempt).
+// of them: a start gives JetStream this long to answer before it fails.
+// storesPause is the pause between attempts.
 // A three-node cluster creating every plane's streams at once, on a
 // machine busy with other work, took over a minute in CI (TestClusterGateway).
 const (
 	storesAttempt = 10 * time.Second
 	storesWait    = 2 * time.Minute
+	storesPause   = time.Second
 )
 
 // openStores opens the stores, asking again while JetStream has not
@@ -37,15 +38,17 @@ func (m *Server) openStores(ctx context.Context, js jetstream.JetStream, cfg sto
 		// A refused publish reaches the client only as an asynchronous
 		// error, the request then timing out: a permission the plane's
 		// NATS user lacks is no silence to wait out.
+		// No attempt starts after the deadline: it would fail without
+		// asking, hiding why the last one did.
 		if err == nil || !unanswered(err) || errors.Is(js.Conn().LastError(), nats.ErrPermissionViolation) || ctx.Err() != nil ||
-			time.Now().After(deadline) {
+			time.Until(deadline) <= storesPause {
 			return st, err
 		}
 		m.logger.Warn("JetStream has not answered yet; asking again", "attempt", attempt, "err", err)
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(time.Second):
+		case <-time.After(storesPause):
 		}
 	}
 }
