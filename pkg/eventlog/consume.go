@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
@@ -126,8 +127,44 @@ func (l *Log) react(ctx context.Context, name string, how reacting, reactions []
 		return nil, err
 	}
 	log := l.cfg.Logger.With("consumer", name)
-	c := reactionConsumer{l: l, ctx: ctx, name: name, how: how, handlers: r, log: log}
-	ls := newLanes(reactionLanes, l.chainOf, c.handle)
+	handle := func(msg jetstream.Msg) {
+		meta, err := msg.Metadata()
+		if err != nil {
+			log.Error("event without metadata", "subject", msg.Subject(), "err", err)
+			_ = msg.Term()
+			return
+		}
+		setAside := func(cause error) {
+			if !how.setsAside {
+				log.Error("event not taken, and left to the log's readers", "seq", meta.Sequence.Stream, "err", cause)
+				_ = msg.Ack()
+				return
+			}
+			if derr := l.setAside(ctx, name, msg.Subject(), meta.Sequence.Stream, msg.Data(), cause); derr != nil {
+				log.Error("set aside bad event", "seq", meta.Sequence.Stream, "err", derr)
+				_ = msg.NakWithDelay(backoff(meta.NumDelivered))
+				return
+			}
+			_ = msg.Ack()
+		}
+		// Route by the hashed type inside the event, never by the
+		// unhashed header, so that no one can steer or hide an event by
+		// relabelling it.
+		rec, err := l.open(meta.Sequence.Stream, msg.Subject(), msg.Data())
+		if errors.Is(err, event.ErrUnknownType) {
+			// A newer build's type, which this consumer's filter holds
+			// for a newer replica (keepNewer): left for it, not handled.
+			log.Warn("event of a type this build does not know; left to a newer build", "seq", meta.Sequence.Stream, "err", err)
+			_ = msg.NakWithDelay(backoff(meta.NumDelivered))
+			return
+		}
+		if err != nil {
+			setAside(err)
+			return
+		}
+		l.deliver(ctx, delivery{name: name, handlers: r[rec.Event.Type], msg: msg, attempt: meta.NumDelivered, log: log, rec: rec, permanent: setAside})
+	}
+	ls := newLanes(reactionLanes, l.chainOf, handle)
 	sub := &laneSubscription{pull: startPull(cons, ls.route, l.cfg.SoleConsumer, log), lanes: ls}
 	if !how.setsAside {
 		return sub, nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,66 +113,5 @@ func TestANewerSoleFilterIsKept(t *testing.T) {
 	newer := l.TypeFilter(stewardtest.NewerType)
 	if cfg := remade(t, l, bus.JS, jetstream.ConsumerConfig{Durable: "sole", FilterSubject: newer}); !slices.Contains(cfg.FilterSubjects, newer) {
 		t.Fatalf("filters %v (%q): the newer type's was dropped", cfg.FilterSubjects, cfg.FilterSubject)
-	}
-}
-
-// TestAReactionOnlyANewerReplicaHasIsLeftForIt: in a rolling upgrade, a
-// newer build that reacts to a type an older one knows but does not react
-// to adds it to the consumer they share. An older replica sent such an
-// event leaves it, unacknowledged, and the newer replica's reaction runs.
-func TestAReactionOnlyANewerReplicaHasIsLeftForIt(t *testing.T) {
-	l, bus := stewardtest.OpenLog(t)
-	ctx := context.Background()
-	var created, started atomic.Int32
-	onCreated := eventlog.OnRecord[*stewardv1.TaskCreated](func(context.Context, *stewardv1.EventRecord) error {
-		created.Add(1)
-		return nil
-	})
-	onStarted := eventlog.OnRecord[*stewardv1.TaskStarted](func(context.Context, *stewardv1.EventRecord) error {
-		started.Add(1)
-		return nil
-	})
-	// The older replica runs; the newer one starts, widening the filter,
-	// and is not pulling while the events come.
-	older, err := l.React(ctx, "mixed", onCreated)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer older.Stop()
-	newer, err := l.React(ctx, "mixed", onCreated, onStarted)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newer.Stop()
-	first, err := l.Append(ctx, eventlog.Head{}, mustEvent(t, event.Meta{TaskID: "t1"}, &stewardv1.TaskCreated{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := l.Append(ctx, eventlog.Head{Sequence: first.Sequence, Hash: first.Event.Hash}, mustEvent(t, event.Meta{TaskID: "t1"}, &stewardv1.TaskStarted{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := bus.JS.Consumer(ctx, eventlog.DefaultStream, "mixed")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stewardtest.Eventually(t, 20*time.Second, func() (bool, string) {
-		info, err := cons.Info(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		return info.NumRedelivered > 0 && info.AckFloor.Stream == first.Sequence,
-			fmt.Sprintf("redelivered %d, ack floor %d (want %d, before the event only the newer build reacts to, %d)", info.NumRedelivered, info.AckFloor.Stream, first.Sequence, second.Sequence)
-	})
-	newer, err = l.React(ctx, "mixed", onCreated, onStarted)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer newer.Stop()
-	stewardtest.Eventually(t, 60*time.Second, func() (bool, string) {
-		return started.Load() == 1, fmt.Sprintf("the newer reaction ran %d times", started.Load())
-	})
-	if n := created.Load(); n != 1 {
-		t.Errorf("task.created handled %d times, want 1", n)
 	}
 }

@@ -38,10 +38,7 @@ func (m *Server) openStores(ctx context.Context, js jetstream.JetStream, cfg sto
 		// A refused publish reaches the client only as an asynchronous
 		// error, the request then timing out: a permission the plane's
 		// NATS user lacks is no silence to wait out.
-		// No attempt starts after the deadline: it would fail without
-		// asking, hiding why the last one did.
-		if err == nil || !unanswered(err) || errors.Is(js.Conn().LastError(), nats.ErrPermissionViolation) || ctx.Err() != nil ||
-			time.Until(deadline) <= storesPause {
+		if err == nil || !unanswered(err) || errors.Is(js.Conn().LastError(), nats.ErrPermissionViolation) || ctx.Err() != nil {
 			return st, err
 		}
 		m.logger.Warn("JetStream has not answered yet; asking again", "attempt", attempt, "err", err)
@@ -49,6 +46,11 @@ func (m *Server) openStores(ctx context.Context, js jetstream.JetStream, cfg sto
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-time.After(storesPause):
+		}
+		// No attempt starts with too little time left to ask: it would
+		// fail at once and hide why the last one did.
+		if time.Until(deadline) < storesPause {
+			return nil, err
 		}
 	}
 }
