@@ -23,8 +23,8 @@ import (
 )
 
 // TestNewTypesAreReactedToBeforeTheyAreWritten: a plane upgraded in the
-// documented order (upgradeOrder) takes every event type added since the last release
-// (proto/baseline.binpb.gz) before any plane writes it. A durable
+// documented order (upgradeOrder) takes every event type added since the
+// last release (proto/baseline.binpb.gz) before any plane writes it. A durable
 // consumer whose filter a newer replica widens passes over, for good, the
 // events stored before on the subject it adds (docs/compatibility.md,
 // rule 3), so a type one plane writes and another reacts to must have the
@@ -85,14 +85,11 @@ func reactionFilters(t *testing.T, stream jetstream.Stream) map[string][]string 
 	return out
 }
 
-// typeOfSubject is the event type of a filter subject,
-// steward.<kind>.<id or *>.<type>.
+// typeOfSubject is the event type of a filter subject of
+// eventlog.TypeFilter's shape, <chain prefix>.*.<type>.
 func typeOfSubject(subject string) string {
-	parts := strings.SplitN(subject, ".", 4)
-	if len(parts) < 4 {
-		return ""
-	}
-	return parts[3]
+	_, typ, _ := strings.Cut(subject, ".*.")
+	return typ
 }
 
 // releasedTypes are the event types of the last release: the payloads of

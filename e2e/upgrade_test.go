@@ -25,7 +25,10 @@ const upgradeFrom = "3fa2337409750b6782135bbe30c3ae6c243651c4"
 // replica by replica: the readers of the log before its writers, as
 // docs/compatibility.md advises. A plane that reacts to a type added since
 // the last release comes before the plane that writes it
-// (TestNewTypesAreReactedToBeforeTheyAreWritten).
+// (TestNewTypesAreReactedToBeforeTheyAreWritten). The doc has control's
+// and governance's replicas replaced at once, for the reactions a newer
+// build adds; from upgradeFrom that is a rollout's count of its tasks,
+// and this load starts no rollout.
 var upgradeOrder = []string{"state", "governance", "execution", "control"}
 
 // TestRollingUpgrade is a rolling deploy under load: every plane of the

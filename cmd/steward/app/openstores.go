@@ -12,10 +12,10 @@ import (
 )
 
 // storesAttempt bounds one attempt to open the stores, and storesWait all
-// of them: a start gives JetStream this long to answer before it fails.
+// of them: a start gives JetStream this long to answer before it fails (a
+// three-node cluster creating every plane's streams at once, on a machine
+// busy with other work, took over a minute in CI: TestClusterGateway).
 // storesPause is the pause between attempts.
-// A three-node cluster creating every plane's streams at once, on a
-// machine busy with other work, took over a minute in CI (TestClusterGateway).
 const (
 	storesAttempt = 10 * time.Second
 	storesWait    = 2 * time.Minute
